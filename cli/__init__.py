@@ -1,0 +1,1 @@
+"""The `ctx` command line: a thin click shell over ctxstore's porcelain."""

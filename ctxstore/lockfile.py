@@ -1,0 +1,89 @@
+"""The one way a file is replaced: create NAME.lock exclusively, write, fsync, rename over NAME.
+
+A held lock is a clear error (LockHeld), after a short wait for a concurrent writer to finish;
+a lock left by a crashed process is reported with the path to remove, as git does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from .errors import LockHeld
+
+DEFAULT_WAIT = 2.0
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LockFile:
+    """`with LockFile(path) as lock: lock.write(data); lock.commit()` — abort if not committed."""
+
+    def __init__(self, path: str | os.PathLike, wait: float = DEFAULT_WAIT) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.wait = wait
+        self._fd: int | None = None
+
+    def acquire(self) -> LockFile:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.wait
+        delay = 0.001
+        while True:
+            try:
+                self._fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                return self
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise LockHeld(
+                        f"unable to lock {self.path}: {self.lock_path} exists; another ctx process "
+                        f"may be running — if not, remove that file", path=str(self.lock_path)
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+
+    def write(self, data: bytes) -> None:
+        assert self._fd is not None, "lock not held"
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+
+    def commit(self, fsync: bool = True) -> None:
+        """Make the new content durable and atomically visible under the real name."""
+        assert self._fd is not None, "lock not held"
+        if fsync:
+            os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+        os.replace(self.lock_path, self.path)
+        if fsync:
+            fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            try:
+                os.unlink(self.lock_path)
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> LockFile:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.abort()
+
+
+def write_file_atomically(path: str | os.PathLike, data: bytes, fsync: bool = True) -> None:
+    with LockFile(path) as lock:
+        lock.write(data)
+        lock.commit(fsync=fsync)

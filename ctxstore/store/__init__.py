@@ -1,0 +1,6 @@
+"""Object stores: the interface and its implementations."""
+
+from .base import MIN_PREFIX, ObjectStore
+from .memory import MemoryStore
+
+__all__ = ["MIN_PREFIX", "MemoryStore", "ObjectStore"]
