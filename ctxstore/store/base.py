@@ -45,6 +45,7 @@ class ObjectStore(abc.ABC):
     # -- durability -------------------------------------------------------------------------
     def flush(self) -> None:
         """Make every object put so far durable (no-op where there is no disk)."""
+        return None
 
     def close(self) -> None:
         self.flush()

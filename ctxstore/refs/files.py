@@ -1,0 +1,146 @@
+"""Refs as files under the store directory, moved by compare-and-swap under lock files.
+
+Layout (see docs/format.md, "Refs"): `HEAD`, `refs/sessions/<session>/<branch>` holding one id
+and a newline, `logs/<ref name>` holding one reflog line per move:
+`<old> <new> <unix ms> <actor>\\t<message>\\n` with 64 zeros for "absent".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..codec import is_full_id
+from ..errors import CorruptStore, InvalidRefName
+from ..lockfile import LockFile
+from .base import ZERO, Head, ReflogEntry, RefStore
+from .names import HEAD
+
+
+def _format_entry(e: ReflogEntry) -> bytes:
+    msg = " ".join(e.message.split())
+    actor = "".join(e.actor.split()) or "ctx"
+    return f"{e.old or ZERO} {e.new or ZERO} {e.ts_ms} {actor}\t{msg}\n".encode()
+
+
+def _parse_entry(line: str) -> ReflogEntry | None:
+    head, _, msg = line.rstrip("\n").partition("\t")
+    parts = head.split(" ")
+    if len(parts) != 4:
+        return None
+    old, new, ts, actor = parts
+    try:
+        ts_ms = int(ts)
+    except ValueError:
+        return None
+    return ReflogEntry(None if old == ZERO else old, None if new == ZERO else new, ts_ms, actor, msg)
+
+
+class FileRefs(RefStore):
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+
+    def _path(self, name: str) -> Path:
+        return self.root / name
+
+    def _log_path(self, name: str) -> Path:
+        return self.root / "logs" / name
+
+    def _read_file(self, path: Path) -> str | None:
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        return text
+
+    def read(self, name: str) -> str | None:
+        if name == HEAD:
+            return self.read_head().target
+        value = self._read_file(self._path(name))
+        if value is None:
+            return None
+        if not is_full_id(value):
+            raise CorruptStore(f"ref {name} holds {value[:80]!r}, not an object id")
+        return value
+
+    def _cas(self, name, old, new, entry, fsync) -> None:
+        path = self._path(name)
+        try:
+            lock = LockFile(path).acquire()
+        except (NotADirectoryError, FileExistsError):
+            raise InvalidRefName(f"ref {name} conflicts with an existing ref (a name cannot be "
+                                 f"both a branch and a folder of branches)") from None
+        if path.is_dir():
+            lock.abort()
+            raise InvalidRefName(f"ref {name} conflicts with existing refs under {name}/")
+        try:
+            actual = self.read(name)
+            if actual != old:
+                raise self.conflict(name, old, actual)
+            self._append_reflog(name, entry, fsync=fsync)
+            if new is None:
+                path.unlink(missing_ok=True)
+                lock.abort()
+            else:
+                lock.write(f"{new}\n".encode())
+                lock.commit(fsync=fsync)
+        finally:
+            lock.abort()
+
+    def iter_refs(self, prefix: str = "refs/") -> Iterator[tuple[str, str]]:
+        base = self.root / prefix.rstrip("/") if prefix.endswith("/") else self.root / prefix
+        start = base if base.is_dir() else base.parent
+        found: list[tuple[str, str]] = []
+        for dirpath, _dirs, files in os.walk(start):
+            for fn in files:
+                if fn.endswith(".lock"):
+                    continue
+                full = Path(dirpath) / fn
+                name = full.relative_to(self.root).as_posix()
+                if not name.startswith(prefix):
+                    continue
+                value = self.read(name)
+                if value is not None:
+                    found.append((name, value))
+        found.sort()
+        return iter(found)
+
+    def reflog(self, name: str) -> list[ReflogEntry]:
+        try:
+            lines = self._log_path(name).read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        return [e for e in map(_parse_entry, lines) if e is not None]
+
+    def read_head(self) -> Head:
+        text = self._read_file(self.root / HEAD) or ""
+        if text.startswith("ref: "):
+            ref = text[5:].strip()
+            return Head(ref, self.read(ref))
+        if text and not is_full_id(text):
+            raise CorruptStore(f"HEAD holds {text[:80]!r}")
+        return Head(None, text or None)
+
+    def _write_head(self, value: str, entry: ReflogEntry | None) -> None:
+        with LockFile(self.root / HEAD) as lock:
+            if entry is not None:
+                self._append_reflog(HEAD, entry)
+            lock.write(f"{value}\n".encode())
+            lock.commit()
+
+    def _append_reflog(self, name: str, entry: ReflogEntry, fsync: bool = True) -> None:
+        path = self._log_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, _format_entry(entry))
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def replace_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
+        with LockFile(self._log_path(name)) as lock:
+            lock.write(b"".join(_format_entry(e) for e in entries))
+            lock.commit()

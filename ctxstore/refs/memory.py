@@ -1,0 +1,56 @@
+"""In-memory refs for tests and dry runs; same contract as the file refs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from .base import Head, ReflogEntry, RefStore
+from .names import HEAD
+
+
+class MemoryRefs(RefStore):
+    def __init__(self) -> None:
+        self._refs: dict[str, str] = {}
+        self._logs: dict[str, list[ReflogEntry]] = {}
+        self._head = ""
+        self._lock = threading.Lock()
+
+    def read(self, name: str) -> str | None:
+        if name == HEAD:
+            return self.read_head().target
+        return self._refs.get(name)
+
+    def _cas(self, name, old, new, entry, fsync) -> None:
+        with self._lock:
+            actual = self._refs.get(name)
+            if actual != old:
+                raise self.conflict(name, old, actual)
+            if new is None:
+                self._refs.pop(name, None)
+            else:
+                self._refs[name] = new
+            self._logs.setdefault(name, []).append(entry)
+
+    def iter_refs(self, prefix: str = "refs/") -> Iterator[tuple[str, str]]:
+        return iter(sorted((k, v) for k, v in self._refs.items() if k.startswith(prefix)))
+
+    def reflog(self, name: str) -> list[ReflogEntry]:
+        return list(self._logs.get(name, ()))
+
+    def read_head(self) -> Head:
+        if self._head.startswith("ref: "):
+            ref = self._head[5:]
+            return Head(ref, self._refs.get(ref))
+        return Head(None, self._head or None)
+
+    def _write_head(self, value: str, entry: ReflogEntry | None) -> None:
+        self._head = value
+        if entry is not None:
+            self._logs.setdefault(HEAD, []).append(entry)
+
+    def _append_reflog(self, name: str, entry: ReflogEntry) -> None:
+        self._logs.setdefault(name, []).append(entry)
+
+    def replace_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
+        self._logs[name] = list(entries)

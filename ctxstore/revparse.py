@@ -1,0 +1,124 @@
+"""Revisions like git's: ids, branch names, SESSION/BRANCH, HEAD, REV~N, REV^N, BRANCH@{N}.
+
+Resolution order for a name: HEAD; a full ref name (`refs/...`); a branch of HEAD's session;
+`SESSION/BRANCH` with SESSION a session id or unique prefix; finally an object id or unique
+prefix. A session object's id resolves to that session's `main` tip, so "REV may be a session id".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import BadRevision, NotFound
+from .objects import Session
+from .refs import DEFAULT_BRANCH, HEAD, branch_ref, check_ref_name
+from .repo import Repository
+
+_SUFFIX = re.compile(r"(~\d*|\^\d*|@\{\d+\})")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """An event id, plus the ref it came from when the revision named one."""
+
+    id: str
+    ref: str | None = None
+
+
+def resolve_ref_name(repo: Repository, name: str) -> str | None:
+    """The ref a bare name denotes (HEAD, refs/..., branch, SESSION/BRANCH), or None."""
+    if name in (HEAD, "@"):
+        return HEAD
+    if name.startswith("refs/"):
+        check_ref_name(name)
+        return name if repo.refs.read(name) is not None else None
+    cur = repo.current()
+    if cur.session:
+        try:
+            ref = branch_ref(cur.session, name)
+        except BadRevision:  # not a valid branch name; may still be an id
+            ref = None
+        if ref and repo.refs.read(ref) is not None:
+            return ref
+    if "/" in name:
+        sess, _, branch = name.partition("/")
+        try:
+            sid = repo.resolve_session(sess)
+        except (BadRevision, NotFound):
+            return None
+        ref = branch_ref(sid, branch)
+        if repo.refs.read(ref) is not None:
+            return ref
+    return None
+
+
+def _base(repo: Repository, text: str) -> Resolved:
+    if not text:
+        raise BadRevision("empty revision")
+    ref = resolve_ref_name(repo, text)
+    if ref is not None:
+        target = repo.refs.read(ref)
+        if target is None:
+            raise BadRevision(f"{text} does not point to an event yet")
+        if ref == HEAD:
+            ref = repo.refs.read_head().ref  # None when detached
+        return Resolved(target, ref)
+    try:
+        obj_id = repo.store.resolve(text)
+    except BadRevision:
+        raise BadRevision(f"unknown revision {text!r}: not a branch, session or object id") from None
+    except NotFound:
+        raise BadRevision(f"unknown revision {text!r}: no branch, session or object matches") from None
+    obj = repo.store.get(obj_id)
+    if isinstance(obj, Session):
+        main = repo.refs.read(branch_ref(obj_id, DEFAULT_BRANCH))
+        if main is None:
+            branches = repo.branches(obj_id)
+            if not branches:
+                raise BadRevision(f"session {obj_id[:12]} has no branches")
+            main = branches[sorted(branches)[0]]
+        return Resolved(main, branch_ref(obj_id, DEFAULT_BRANCH))
+    return Resolved(obj_id)
+
+
+def _reflog_nth(repo: Repository, ref: str, n: int, text: str) -> str:
+    entries = repo.refs.reflog(ref)
+    if n >= len(entries):
+        raise BadRevision(f"{text}: reflog of {ref} has only {len(entries)} entries")
+    value = entries[-1 - n].new
+    if value is None:
+        raise BadRevision(f"{text}: the ref was deleted at that point")
+    return value
+
+
+def resolve(repo: Repository, text: str) -> Resolved:
+    """Resolve a revision expression to an event (or any object, for a bare id)."""
+    m = _SUFFIX.search(text)
+    base_text = text[:m.start()] if m else text
+    suffixes = _SUFFIX.findall(text[len(base_text):])
+    if "".join(suffixes) != text[len(base_text):]:
+        raise BadRevision(f"cannot parse revision {text!r}")
+    if suffixes and suffixes[0].startswith("@{"):
+        ref = resolve_ref_name(repo, base_text or HEAD)
+        if ref is None:
+            raise BadRevision(f"{text}: {base_text!r} is not a ref with a reflog")
+        cur = Resolved(_reflog_nth(repo, ref, int(suffixes[0][2:-1]), text))
+        suffixes = suffixes[1:]
+    else:
+        cur = _base(repo, base_text)
+    for s in suffixes:
+        if s.startswith("@{"):
+            raise BadRevision(f"{text}: @{{N}} must follow a ref name")
+        n = int(s[1:]) if len(s) > 1 else 1
+        if s[0] == "~":
+            cur = Resolved(repo.graph.nth_ancestor(cur.id, n))
+        else:
+            cur = Resolved(repo.graph.nth_parent(cur.id, n))
+    return cur
+
+
+def resolve_event(repo: Repository, text: str) -> str:
+    rid = resolve(repo, text).id
+    repo.graph.event(rid)  # raises BadRevision if not an event
+    return rid
