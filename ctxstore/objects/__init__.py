@@ -4,6 +4,7 @@ Objects never know their id or their bytes: `ctxstore.codec` turns them into byt
 """
 
 from .base import StoredObject, class_for, from_stored
+from .compaction import Compaction
 from .event import (
     ACTORS,
     CORE_EVENT_TYPES,
@@ -30,7 +31,7 @@ from .message import (
 )
 
 __all__ = [
-    "ACTORS", "ARTIFACT_KINDS", "BLOCK_TYPES", "CORE_EVENT_TYPES", "DEFAULT_SESSION_CONFIG",
+    "ACTORS", "ARTIFACT_KINDS", "Compaction", "BLOCK_TYPES", "CORE_EVENT_TYPES", "DEFAULT_SESSION_CONFIG",
     "EMPTY", "Artifact", "Block", "Event", "FileRefBlock", "FrozenMap", "ImageBlock", "Message",
     "Session", "StoredObject", "SummaryBlock", "TextBlock", "ThinkingBlock", "ToolCallBlock",
     "ToolResultBlock", "block_from_dict", "class_for", "freeze", "from_stored",
