@@ -1,0 +1,113 @@
+"""Sessions and appending: new, sessions, append, status."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ctxstore.porcelain import sessions as ps
+from ctxstore.porcelain.history import status as status_of
+
+from .main import cli
+from .render import emit_json, short, style
+
+
+@cli.command("new")
+@click.option("--title", default="", help="A human title for the session.")
+@click.option("--goal", default="", help="The user's goal; the state projection starts from it.")
+@click.option("--json", "as_json", is_flag=True, help="Print {session, root, ref} as JSON.")
+@click.pass_obj
+def new_cmd(state, title: str, goal: str, as_json: bool) -> None:
+    """Start a session; HEAD moves to its `main` branch. Prints the session id."""
+    sid, root = state.repo.new_session(title=title, goal=goal)
+    if as_json:
+        emit_json({"session": sid, "root": root, "branch": "main"})
+    else:
+        click.echo(sid)
+
+
+@cli.command("sessions")
+@click.option("--json", "as_json", is_flag=True, help="An array of sessions as JSON.")
+@click.pass_obj
+def sessions_cmd(state, as_json: bool) -> None:
+    """List sessions: id, title, branches, event count, last activity (newest first)."""
+    infos = ps.list_sessions(state.repo)
+    if as_json:
+        emit_json([i.to_dict() for i in infos])
+        return
+    current = state.repo.current().session
+    for i in infos:
+        mark = "*" if i.id == current else " "
+        click.echo(f"{mark} {style(short(i.id), fg='yellow')}  {i.events:>6} events  "
+                   f"{len(i.branches)} branch{'es' if len(i.branches) != 1 else ''}  "
+                   f"{i.last_activity}  {i.title}")
+
+
+@cli.command("append")
+@click.argument("event_type", required=False)
+@click.option("--actor", default="agent", show_default=True,
+              help="user, agent, model, tool, system or subagent.")
+@click.option("--payload", default=None, metavar="JSON|@FILE", help="The event payload object.")
+@click.option("--batch", "batch", default=None, metavar="FILE|-",
+              help="Append a JSONL file of {type, actor?, payload?, ts?} in one transaction.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def append_cmd(state, event_type: str | None, actor: str, payload: str | None,
+               batch: str | None, as_json: bool) -> None:
+    """Append an event of EVENT_TYPE to the current branch (or many with --batch).
+
+    \b
+    Examples:
+      ctx append UserPromptSubmitted --actor user --payload '{"text": "fix the test"}'
+      ctx append FileWritten --actor tool --payload @change.json
+      ctx append --batch events.jsonl
+    A malformed batch line aborts the whole batch (nothing is appended) and names its line.
+    """
+    repo = state.repo
+    if batch is not None:
+        if event_type:
+            raise click.UsageError("give either EVENT_TYPE or --batch, not both")
+        if batch == "-":
+            res = ps.append_batch(repo, sys.stdin)
+        else:
+            try:
+                f = open(batch, encoding="utf-8")
+            except OSError as exc:
+                raise click.BadParameter(f"cannot open {batch}: {exc.strerror}") from None
+            with f:
+                res = ps.append_batch(repo, f)
+        if as_json:
+            emit_json({"count": res.count, "head": res.head})
+        else:
+            click.echo(f"appended {res.count} events; head {res.head}")
+        return
+    if not event_type:
+        raise click.UsageError("missing EVENT_TYPE (or --batch FILE)")
+    eid = ps.append(repo, event_type, actor, ps.parse_payload(payload))
+    if as_json:
+        emit_json({"id": eid})
+    else:
+        click.echo(eid)
+
+
+@cli.command("status")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def status_cmd(state, as_json: bool) -> None:
+    """Where HEAD is: session, branch, head event, event count."""
+    info = status_of(state.repo)
+    if as_json:
+        emit_json(info)
+        return
+    if info.get("head") is None:
+        click.echo("No session yet: `ctx new --title ...` starts one.")
+        return
+    if info["detached"]:
+        click.echo(f"HEAD detached at {short(info['head'])}")
+    else:
+        click.echo(f"On branch {style(info['branch'], fg='green')} of session "
+                   f"{short(info['session'])}  {info.get('title', '')}")
+        click.echo(f"Branches: {', '.join(info.get('branches', []))}")
+    click.echo(f"Head: {info['head']} ({info['last_event']['type']}, {info['last_event']['ts']})")
+    click.echo(f"Events: {info['events']}")

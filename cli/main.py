@@ -1,0 +1,96 @@
+"""The `ctx` entry point: the command group, store discovery, and the one error handler.
+
+Every command module registers itself on `cli`; each command parses its options, calls one
+porcelain function, and renders text or --json. A CtxError becomes one line on stderr and its
+exit code — here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from ctxstore import __version__
+from ctxstore.errors import CtxError
+from ctxstore.repo import Repository
+
+#: Command modules, in the order `ctx --help` lists their commands' families.
+COMMAND_MODULES = (
+    "cmd_store", "cmd_sessions", "cmd_history", "cmd_branches", "cmd_context",
+    "cmd_compact", "cmd_transfer", "cmd_maintenance", "cmd_demo",
+)
+
+
+class State:
+    """Per-invocation state: where the store is, opened on first use and closed at exit."""
+
+    def __init__(self, store_path: str | None) -> None:
+        self.store_path = store_path
+        self._repo: Repository | None = None
+
+    @property
+    def repo(self) -> Repository:
+        if self._repo is None:
+            self._repo = Repository.discover(self.store_path)
+        return self._repo
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
+
+
+class CtxGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except CtxError as exc:
+            click.echo(f"ctx: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except BrokenPipeError:  # `ctx log | head`
+            ctx.exit(0)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)  # registration order groups commands by family
+
+
+@click.group(cls=CtxGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                             "max_content_width": 100})
+@click.option("--store", "store_path", metavar="PATH", envvar="CTX_DIR",
+              help="The store directory (.ctx or its parent). Default: $CTX_DIR, else the "
+                   "nearest .ctx found walking up from the current directory.")
+@click.version_option(__version__, prog_name="ctx")
+@click.pass_context
+def cli(ctx: click.Context, store_path: str | None) -> None:
+    """ctx — a git-like, content-addressed store for the working state of LLM agents.
+
+    Sessions are DAGs of immutable events; branches are refs; every ref move is in a reflog.
+
+    \b
+    Start here:
+      ctx demo               run a scripted coding-agent session and show what it stored
+      ctx init               create .ctx in the current directory
+      ctx new --title T      start a session (HEAD moves to its main branch)
+      ctx append TYPE        record an event; ctx log --graph to see them
+      ctx context --explain  what the model would see now, and why
+    """
+    state = State(store_path)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+for _name in COMMAND_MODULES:
+    try:
+        importlib.import_module(f"ctxstore.cli.{_name}")
+    except ModuleNotFoundError as _exc:  # a family not built yet must not break the others
+        if _exc.name != f"ctxstore.cli.{_name}":
+            raise
+
+
+def main() -> None:
+    cli(prog_name="ctx")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,92 @@
+"""Branches within a session: create, delete, fork, checkout, reset (rollback)."""
+
+from __future__ import annotations
+
+from ..errors import BadRevision, RefNotFound
+from ..objects import Event
+from ..refs import DEFAULT_BRANCH, HEAD, branch_ref, check_branch_name
+from ..repo import Repository
+from ..revparse import resolve_event, resolve_ref_name
+
+
+def session_of(repo: Repository, event_id: str) -> str:
+    """The session an event belongs to: HEAD's, else found at the root of its first-parent chain."""
+    cur = repo.current()
+    if cur.session:
+        return cur.session
+    eid = event_id
+    while True:
+        ev: Event = repo.graph.event(eid)
+        if not ev.parents:
+            sid = ev.payload.get("session")
+            if not sid:
+                raise BadRevision(f"event {event_id[:12]} does not lead to a session root")
+            return sid
+        eid = ev.parents[0]
+
+
+def list_branches(repo: Repository) -> tuple[str | None, dict[str, str]]:
+    cur = repo.current()
+    if not cur.session:
+        return None, {}
+    return cur.branch, repo.branches(cur.session)
+
+
+def create_branch(repo: Repository, name: str, rev: str | None = None) -> tuple[str, str]:
+    """A new branch NAME at REV (default HEAD) in HEAD's session; returns (ref, tip)."""
+    check_branch_name(name)
+    tip = resolve_event(repo, rev or HEAD)
+    ref = branch_ref(session_of(repo, tip), name)
+    if repo.refs.read(ref) is not None:
+        raise BadRevision(f"branch {name!r} already exists")
+    repo.refs.set_if_equals(ref, None, tip, message=f"branch: created from {rev or 'HEAD'}")
+    return ref, tip
+
+
+def delete_branch(repo: Repository, name: str) -> str:
+    cur = repo.current()
+    if not cur.session:
+        raise BadRevision("HEAD is detached: no current session to delete a branch from")
+    ref = branch_ref(cur.session, name)
+    tip = repo.refs.read(ref)
+    if tip is None:
+        raise RefNotFound(f"no branch {name!r} in this session")
+    if cur.ref == ref:
+        raise BadRevision(f"cannot delete branch {name!r}: HEAD is on it (checkout another first)")
+    repo.refs.set_if_equals(ref, tip, None, message="branch: deleted")
+    return tip
+
+
+def fork(repo: Repository, name: str, at: str | None = None) -> tuple[str, str]:
+    """A new branch at REV (default HEAD) and switch to it; the old branch is untouched."""
+    ref, tip = create_branch(repo, name, at)
+    repo.refs.set_head_symbolic(ref, message=f"fork: moving to {name}")
+    return ref, tip
+
+
+def checkout(repo: Repository, rev: str) -> tuple[str | None, str]:
+    """Switch HEAD to a branch (symbolic) or to any event (detached). Returns (ref, tip)."""
+    ref = resolve_ref_name(repo, rev)
+    if ref is not None and ref != HEAD:
+        repo.refs.set_head_symbolic(ref, message=f"checkout: moving to {rev}")
+        return ref, repo.refs.read(ref)  # type: ignore[return-value]
+    tip = resolve_event(repo, rev)
+    repo.refs.set_head_detached(tip, message=f"checkout: moving to {rev} (detached)")
+    return None, tip
+
+
+def reset(repo: Repository, rev: str) -> tuple[str, str, str]:
+    """Move the current branch to REV (rollback). The old tip stays reachable via the reflog.
+
+    Returns (ref, old tip, new tip)."""
+    cur = repo.current()
+    if cur.ref is None:
+        raise BadRevision("HEAD is detached: `ctx checkout REV` instead, or check out a branch")
+    target = resolve_event(repo, rev)
+    old = repo.refs.read(cur.ref)
+    repo.refs.set_if_equals(cur.ref, old, target, message=f"reset: moving to {rev}")
+    return cur.ref, old or "", target
+
+
+__all__ = ["DEFAULT_BRANCH", "checkout", "create_branch", "delete_branch", "fork",
+           "list_branches", "reset", "session_of"]
