@@ -1,0 +1,224 @@
+"""Pack files: a small header followed by codec records back to back, and reading them.
+
+A pack is append-only while it is *active* (no .idx beside it) and immutable once *sealed* (its
+.idx exists). Record framing is exactly `codec.encode_record`; this module only knows the pack
+header, how to walk records, and how to tell a torn tail (a crash mid-append) from damage in the
+middle of a pack. See docs/format.md "Packs" and "Crash recovery".
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+
+from .. import codec
+from ..errors import CorruptObject, CorruptStore
+from ..lockfile import fsync_dir
+from .packindex import PackIndex
+from .writerlock import try_lock
+
+MAGIC = b"CPAK"
+VERSION = 1
+_HEADER = struct.Struct("<4sI")
+HEADER = _HEADER.pack(MAGIC, VERSION)
+HEADER_SIZE = _HEADER.size
+PREFIX, PACK_SUFFIX, IDX_SUFFIX = "pack-", ".pack", ".idx"
+_RECORD_START = codec.RECORD_MAGIC + bytes([codec.RECORD_VERSION])
+
+
+def pack_name(path: str) -> str:
+    """`pack-<hex>` of a pack or index path."""
+    base = os.path.basename(path)
+    return base[:base.rindex(".")]
+
+
+def check_header(head: bytes, path: str) -> None:
+    if len(head) < HEADER_SIZE:
+        return  # an empty pack being born is not damage; it simply holds nothing yet
+    magic, version = _HEADER.unpack_from(head)
+    if magic != MAGIC:
+        raise CorruptStore(f"{path} is not a ctxstore pack (bad magic)", path=path)
+    if version != VERSION:
+        raise CorruptStore(f"{path}: unsupported pack version {version}", path=path)
+
+
+def create_pack(packs_dir: str) -> tuple[int, str]:
+    """A new empty pack, already locked by the caller: (fd, path).
+
+    The header is written under a temporary name and the file renamed into place, so no reader
+    ever sees a pack without its header; the lock is taken before the rename, so no other
+    writer can take the new pack over.
+    """
+    name = PREFIX + os.urandom(20).hex()
+    tmp = os.path.join(packs_dir, f"tmp-{name}{PACK_SUFFIX}")
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try_lock(fd)
+        os.write(fd, HEADER)
+        os.fsync(fd)
+        path = os.path.join(packs_dir, name + PACK_SUFFIX)
+        os.rename(tmp, path)
+        fsync_dir(packs_dir)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, path
+
+
+def scan(buf, start: int, base: int = 0) -> tuple[list[tuple[str, int, int]], int]:
+    """Walk record headers in `buf` from `start`: ([(hex id, offset, size)], end of last record).
+
+    Offsets are `base + position in buf`. Stops at the first header that does not parse or a
+    record that runs past the end of `buf`: that is either the tail still being written, a torn
+    tail, or damage, which `tail_state` tells apart. Payload crcs are not checked here (reads
+    and fsck check them); walking headers only keeps a takeover of a 32 MB pack fast.
+    """
+    out: list[tuple[str, int, int]] = []
+    pos, n = start, len(buf)
+    read_header = codec.read_record_header
+    while pos < n:
+        try:
+            info = read_header(buf, pos)
+        except CorruptObject:
+            break
+        out.append((info.id, base + pos, info.size))
+        pos += info.size
+    return out, base + pos
+
+
+def record_ok(buf, pos: int) -> bool:
+    """True if a whole record with a good crc starts at `pos`."""
+    try:
+        codec.record_payload(buf, codec.read_record_header(buf, pos))
+    except CorruptObject:
+        return False
+    return True
+
+
+def later_record(buf, pos: int) -> int:
+    """Offset of the first good record after `pos`, or -1: tells damage from a torn tail."""
+    i = buf.find(_RECORD_START, pos + 1)
+    while i >= 0:
+        if record_ok(buf, i):
+            return i
+        i = buf.find(_RECORD_START, i + 1)
+    return -1
+
+
+def good_end(buf, entries: list[tuple[str, int, int]], end: int, base: int = 0) -> tuple[int, int]:
+    """(end of the last intact record, number of entries to keep) after a crash.
+
+    Only the tail can be torn by a crash, so only the last record's crc is checked: a record
+    whose bytes all arrived but whose crc fails (a power cut can leave zeros) is dropped too.
+    """
+    keep = len(entries)
+    if keep and not record_ok(buf, entries[-1][1] - base):
+        keep -= 1
+        end = entries[-1][1]
+    return end, keep
+
+
+def read_file_from(fd: int, start: int) -> bytes:
+    """Everything in the file from `start` to its current end, by pread (no mmap: active packs
+    may be truncated by a recovering writer, and a mapped page past EOF would SIGBUS)."""
+    size = os.fstat(fd).st_size
+    chunks, pos = [], start
+    while pos < size:
+        chunk = os.pread(fd, size - pos, pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)
+
+
+class Pack:
+    """A pack as a reader sees it: sealed (index + mmap) or active (scanned map + pread)."""
+
+    def __init__(self, path: str, sealed: bool) -> None:
+        self.path = path
+        self.name = pack_name(path)
+        self.where = f" in pack {self.name}"
+        self.index: PackIndex | None = PackIndex(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX) if sealed else None
+        self._fd: int | None = None
+        self._mm: mmap.mmap | None = None
+        self.offsets: dict[str, tuple[int, int]] = {}  # active packs: id -> (offset, size)
+        self.scanned = HEADER_SIZE
+
+    @property
+    def sealed(self) -> bool:
+        return self.index is not None
+
+    def fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+            check_header(os.pread(self._fd, HEADER_SIZE, 0), self.path)
+        return self._fd
+
+    def data(self) -> mmap.mmap:
+        """The mapped pack (sealed packs only: they never shrink)."""
+        if self._mm is None:
+            self._mm = mmap.mmap(self.fd(), 0, access=mmap.ACCESS_READ)
+        return self._mm
+
+    def seal_with(self, index: PackIndex) -> None:
+        """Another process sealed this pack: switch to its index, drop the scanned map."""
+        self.index, self.offsets = index, {}
+
+    def refresh(self) -> int:
+        """Scan records appended since the last scan; returns how many were found."""
+        tail = read_file_from(self.fd(), self.scanned)
+        entries, end = scan(tail, 0, self.scanned)
+        offsets = self.offsets
+        for hex_id, off, size in entries:
+            offsets.setdefault(hex_id, (off, size))
+        self.scanned = end
+        return len(entries)
+
+    def locate(self, hex_id: str, raw: bytes) -> int:
+        """Offset of a record in this pack, or -1 (active packs: only what has been scanned)."""
+        if self.index is not None:
+            return self.index.find(raw)
+        hit = self.offsets.get(hex_id)
+        return -1 if hit is None else hit[0]
+
+    def read(self, hex_id: str, offset: int, decompress) -> tuple[str, bytes]:
+        """(type, body) of the record at `offset`, verified: crc, header id, size."""
+        try:
+            if self.index is not None:
+                buf, pos = self.data(), offset
+            else:
+                buf = os.pread(self.fd(), self.offsets[hex_id][1], offset)
+                pos = 0
+            info = codec.read_record_header(buf, pos)
+            if info.id != hex_id:
+                raise CorruptObject(f"record header names {info.id}")
+            return info.type, decompress(codec.record_payload(buf, info), info)
+        except CorruptObject as exc:
+            raise CorruptObject(f"object {hex_id}{self.where} at offset {offset}: {exc}",
+                                id=hex_id, pack=self.name, offset=offset) from None
+
+    def ids(self) -> Iterator[str]:
+        if self.index is not None:
+            return self.index.ids()
+        return iter(list(self.offsets))
+
+    def with_prefix(self, prefix: str) -> Iterator[str]:
+        if self.index is not None:
+            return self.index.with_prefix(prefix)
+        return iter(sorted(i for i in self.offsets if i.startswith(prefix)))
+
+    def count(self) -> int:
+        return len(self.index) if self.index is not None else len(self.offsets)
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

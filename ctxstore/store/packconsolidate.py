@@ -1,0 +1,150 @@
+"""Merging small sealed packs into one, so lookups probe few indexes.
+
+Which packs: when more than `max_packs` sealed packs exist, packs are sorted by size and the
+smallest run is merged that leaves every remaining pack at least twice the size of all smaller
+ones together (git's geometric repack, factor 2). Pack count then stays logarithmic in the store
+size while each record is copied O(log n) times over the store's life.
+
+Order (docs/format.md "Write ordering"): the new pack is written under a temporary name,
+fdatasync'd and renamed; its index is made durable (fsync + rename); only then are the old
+packs deleted, each pack file before its index. A kill at any point leaves every object in at
+least one sealed pack; duplicates are harmless and the next consolidation drops them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .. import codec
+from ..errors import CorruptObject
+from ..lockfile import fsync_dir, write_file_atomically
+from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
+from .packindex import build_index
+from .writerlock import try_lock
+
+LOCK_NAME = "consolidate.lock"
+_CHUNK = 1 << 20
+
+
+def choose(sizes: list[int]) -> int:
+    """How many of the smallest packs (sizes sorted ascending) to merge: 0 or >= 2."""
+    k, total = 0, 0
+    for j, size in enumerate(sizes):
+        if size < 2 * total:
+            k = j + 1
+        total += size
+    return k if k >= 2 else 0
+
+
+def sealed_packs(packs_dir: str) -> list[tuple[int, str]]:
+    """(size, path) of every sealed pack, smallest first."""
+    names = set(os.listdir(packs_dir))
+    out = []
+    for name in names:
+        if name.startswith(PREFIX) and name.endswith(PACK_SUFFIX):
+            if name[:-len(PACK_SUFFIX)] + IDX_SUFFIX in names:
+                try:
+                    out.append((os.stat(os.path.join(packs_dir, name)).st_size,
+                                os.path.join(packs_dir, name)))
+                except FileNotFoundError:
+                    continue
+    return sorted(out)
+
+
+def consolidate(packs_dir: str, max_packs: int) -> list[str]:
+    """Merge small sealed packs if there are more than `max_packs`; returns the removed paths.
+
+    Does nothing if another process is consolidating (its flock on consolidate.lock is held).
+    A pack with a record that fails its crc is left out of the merge, never copied or dropped.
+    """
+    lock_fd = os.open(os.path.join(packs_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not try_lock(lock_fd):
+            return []
+        packs = sealed_packs(packs_dir)
+        if len(packs) <= max_packs:
+            return []
+        k = choose([size for size, _ in packs])
+        if not k:
+            return []
+        return _merge([path for _, path in packs[:k]], packs_dir)
+    finally:
+        os.close(lock_fd)
+
+
+def _merge(paths: list[str], packs_dir: str) -> list[str]:
+    name = PREFIX + os.urandom(20).hex()
+    tmp = os.path.join(packs_dir, f"tmp-{name}{PACK_SUFFIX}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    seen: dict[bytes, int] = {}
+    merged: list[str] = []
+    try:
+        pos = _write(fd, HEADER)
+        for path in paths:
+            end = _copy(Pack(path, sealed=True), fd, pos, seen)
+            if end >= 0:
+                pos = end
+                merged.append(path)
+        os.fdatasync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    if len(merged) < 2:
+        os.unlink(tmp)
+        return []
+    final = os.path.join(packs_dir, name + PACK_SUFFIX)
+    os.rename(tmp, final)
+    write_file_atomically(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX,
+                          build_index(list(seen.items()), pos))
+    fsync_dir(packs_dir)
+    for path in merged:
+        os.unlink(path)
+        os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+    fsync_dir(packs_dir)
+    return merged
+
+
+def _copy(pack: Pack, fd: int, pos: int, seen: dict[bytes, int]) -> int:
+    """Append the crc-checked records of `pack` at `pos`; the new end, or -1 (pack left out).
+
+    A damaged or vanished pack is rolled back out of the new pack, so it is neither lost nor
+    copied with its damage.
+    """
+    start, added, buf, buffered = pos, [], [], 0
+    try:
+        data = pack.data()
+        for raw, off in sorted(pack.index.entries(), key=lambda e: e[1]):
+            if raw in seen:
+                continue
+            info = codec.read_record_header(data, off, pack.where)
+            codec.record_payload(data, info, pack.where)
+            if info.id != raw.hex():
+                raise CorruptObject(f"index and record disagree at offset {off}{pack.where}")
+            seen[raw] = pos
+            added.append(raw)
+            pos += info.size
+            buf.append(data[off:off + info.size])
+            buffered += info.size
+            if buffered >= _CHUNK:
+                _write(fd, b"".join(buf))
+                buf, buffered = [], 0
+        _write(fd, b"".join(buf))
+        return pos
+    except (CorruptObject, FileNotFoundError):
+        for raw in added:
+            del seen[raw]
+        os.ftruncate(fd, start)
+        os.lseek(fd, start, os.SEEK_SET)
+        return -1
+    finally:
+        pack.close()
+
+
+def _write(fd: int, data: bytes) -> int:
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        done += os.write(fd, view[done:])
+    return done

@@ -1,0 +1,295 @@
+"""The on-disk object store: records in append-only packs, sealed packs found by sorted index.
+
+Layout under the store directory (docs/format.md "Packs"):
+
+    packs/pack-<hex>.pack   header + records (codec.encode_record framing)
+    packs/pack-<hex>.idx    present once the pack is sealed (see packindex.py)
+    dicts                   one line per trained zstd dictionary: "<zstd dict id> <zdict object id>"
+
+Opening reads one directory listing and nothing else: indexes are mapped on first lookup and
+active packs are scanned on the first lookup that misses every sealed pack. A writer exists
+only once something is put; it takes over an unlocked active pack before creating a new one,
+so a stream of one-object processes (`ctx append`) keeps appending to the same pack.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from .. import codec
+from ..errors import CorruptObject, InvalidInput, ObjectNotFound, StoreNotFound
+from ..lockfile import LockFile
+from .base import ObjectStore
+from .pack import IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
+from .packconsolidate import consolidate
+from .packindex import PackIndex
+from .packwriter import PackWriter, check_durability
+
+DEFAULT_SEAL_SIZE = 32 * 1024 * 1024
+DEFAULT_MAX_PACKS = 8
+#: Small bodies a writer collects before training the store's first dictionary.
+DICT_SAMPLES = 1000
+DICTS_FILE = "dicts"
+
+
+class PackStore(ObjectStore):
+    """`PackStore(path, durability="batch", create=True)`; see the module docstring."""
+
+    def __init__(self, path: str | os.PathLike, durability: str = "batch", create: bool = True,
+                 *, seal_size: int = DEFAULT_SEAL_SIZE, max_packs: int = DEFAULT_MAX_PACKS,
+                 dict_samples: int = DICT_SAMPLES, level: int = 3, sync_interval: float = 0.1,
+                 sync_objects: int = 100) -> None:
+        self.path = os.fspath(path)
+        self.durability = check_durability(durability)
+        self.packs_dir = os.path.join(self.path, "packs")
+        if not os.path.isdir(self.packs_dir):
+            if not create:
+                raise StoreNotFound(f"no object store at {self.path}")
+            os.makedirs(self.packs_dir, exist_ok=True)
+        if seal_size < 1024 or max_packs < 2:
+            raise InvalidInput("seal_size must be >= 1024 and max_packs >= 2")
+        self.seal_size, self.max_packs, self.level = seal_size, max_packs, level
+        self._dict_samples = dict_samples
+        self._sync = (sync_interval, sync_objects)
+        self._packs: dict[str, Pack] = {}
+        self._order: list[Pack] = []
+        self._dicts: dict[int, str] = {}
+        self._decompress = codec.Decompressor(self._load_dictionary).decompress
+        self._writer: PackWriter | None = None
+        self._compressor: codec.Compressor | None = None
+        self._samples: list[bytes] | None = None
+        self._closed = False
+        self._list_packs()
+
+    # -- the pack set ---------------------------------------------------------------------
+    def _list_packs(self) -> bool:
+        """Re-read the packs directory; True if the set of packs or their state changed."""
+        names = set(os.listdir(self.packs_dir))
+        changed = False
+        sizes: dict[str, int] = {}
+        for name in names:
+            if not (name.startswith(PREFIX) and name.endswith(PACK_SUFFIX)):
+                continue
+            stem = name[:-len(PACK_SUFFIX)]
+            sealed = stem + IDX_SUFFIX in names
+            pack = self._packs.get(stem)
+            path = os.path.join(self.packs_dir, name)
+            if pack is None:
+                self._packs[stem] = Pack(path, sealed)
+                changed = True
+            elif sealed and not pack.sealed:
+                pack.seal_with(PackIndex(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX))
+                changed = True
+            if sealed:
+                try:
+                    sizes[stem] = os.stat(path).st_size
+                except FileNotFoundError:
+                    sizes[stem] = 0
+        mine = self._writer.pack if self._writer is not None else None
+        for stem in [s for s in self._packs if s + PACK_SUFFIX not in names]:
+            if self._packs[stem] is not mine:
+                self._packs.pop(stem).close()
+                changed = True
+        if changed or not self._order:
+            self._reorder(sizes)
+        return changed
+
+    def _reorder(self, sizes: dict[str, int] | None = None) -> None:
+        """Probe order: sealed packs largest first (most hits), then active packs."""
+        sizes = sizes or {}
+        sealed = sorted((p for p in self._packs.values() if p.sealed),
+                        key=lambda p: -sizes.get(p.name, 0))
+        self._order = sealed + [p for p in self._packs.values() if not p.sealed]
+
+    def _refresh(self) -> bool:
+        """Catch up with other processes: new/sealed/removed packs, new active-pack tails."""
+        changed = self._list_packs()
+        mine = self._writer.pack if self._writer is not None else None
+        for pack in self._order:
+            if not pack.sealed and pack is not mine:
+                try:
+                    changed = pack.refresh() > 0 or changed
+                except FileNotFoundError:
+                    changed = True
+        return changed
+
+    def _find(self, hex_id: str, refresh: bool = True) -> tuple[Pack, int] | None:
+        try:
+            raw = bytes.fromhex(hex_id)
+        except (ValueError, TypeError):
+            return None
+        if len(raw) != codec.ID_BYTES:
+            return None
+        for attempt in (0, 1):
+            try:
+                for pack in self._order:
+                    off = pack.locate(hex_id, raw)
+                    if off >= 0:
+                        return pack, off
+            except FileNotFoundError:  # consolidated away before we mapped it
+                self._list_packs()
+                continue
+            if not refresh or attempt or not self._refresh():
+                return None
+        return None
+
+    # -- ObjectStore primitives --------------------------------------------------------------
+    def get_raw(self, obj_id: str) -> tuple[str, bytes]:
+        for _ in (0, 1):
+            hit = self._find(obj_id)
+            if hit is None:
+                break
+            try:
+                return hit[0].read(obj_id, hit[1], self._decompress)
+            except FileNotFoundError:
+                self._list_packs()
+        raise ObjectNotFound(f"no object {obj_id}")
+
+    def __contains__(self, obj_id: object) -> bool:
+        return type(obj_id) is str and self._find(obj_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        self._refresh()
+        seen: set[str] = set()
+        for pack in list(self._order):
+            for hex_id in pack.ids():
+                if hex_id not in seen:
+                    seen.add(hex_id)
+                    yield hex_id
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def ids_with_prefix(self, prefix: str) -> Iterator[str]:
+        self._refresh()
+        seen: set[str] = set()
+        for pack in list(self._order):
+            for hex_id in pack.with_prefix(prefix):
+                if hex_id not in seen:
+                    seen.add(hex_id)
+                    yield hex_id
+
+    def put(self, type_name: str, value: Any) -> str:
+        """As ObjectStore.put, but the presence check does not look for other processes' new
+        objects: a racing duplicate costs a few bytes, a directory scan per put costs 2x speed."""
+        obj_id, body = codec.encode_object(type_name, value)
+        if self._find(obj_id, refresh=False) is None:
+            self._store_body(obj_id, type_name, body)
+        return obj_id
+
+    def _store_body(self, obj_id: str, type_name: str, body: bytes) -> None:
+        writer = self._writer if self._writer is not None and self._writer.pack else self._start()
+        payload, comp, dict_id = self._compressor.compress(body)
+        writer.append(obj_id, codec.encode_record(obj_id, type_name, payload, comp, dict_id,
+                                                  len(body)))
+        samples = self._samples
+        if samples is not None and len(body) <= codec.SMALL_OBJECT_LIMIT and type_name != "zdict":
+            samples.append(body)
+            if len(samples) >= self._dict_samples:
+                self._train()
+        if writer.size >= self.seal_size:
+            self._seal()
+
+    # -- writer lifecycle ---------------------------------------------------------------------
+    def _start(self) -> PackWriter:
+        if self._closed:
+            raise InvalidInput("the store is closed")
+        if self._writer is None:
+            self._writer = PackWriter(self.packs_dir, self.durability, *self._sync)
+            self._start_compression()
+        self._list_packs()
+        pack, orphans = self._writer.acquire([p for p in self._packs.values() if not p.sealed])
+        self._packs[pack.name] = pack
+        if orphans:
+            self._writer.seal_orphans()
+            self._maybe_consolidate()
+        self._reorder()
+        return self._writer
+
+    def _seal(self) -> None:
+        self._writer.seal()
+        self._maybe_consolidate()
+
+    def _maybe_consolidate(self) -> None:
+        if sum(1 for p in self._packs.values() if p.sealed) > self.max_packs:
+            consolidate(self.packs_dir, self.max_packs)
+        self._list_packs()
+        self._reorder({name: os.path.getsize(p.path) if os.path.exists(p.path) else 0
+                       for name, p in self._packs.items()})
+
+    def flush(self) -> None:
+        if self._writer is not None:
+            self._writer.sync()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer is not None:
+            self._writer.close()
+        for pack in self._packs.values():
+            pack.close()
+        self._packs, self._order = {}, []
+
+    # -- dictionaries -------------------------------------------------------------------------
+    def _read_dicts(self) -> dict[int, str]:
+        try:
+            with open(os.path.join(self.path, DICTS_FILE), encoding="ascii") as f:
+                lines = f.read().split("\n")
+        except FileNotFoundError:
+            return {}
+        out = {}
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit() and codec.is_full_id(parts[1]):
+                out[int(parts[0])] = parts[1]
+        return out
+
+    def _load_dictionary(self, dict_id: int) -> bytes:
+        if dict_id not in self._dicts:
+            self._dicts = self._read_dicts()
+        zid = self._dicts.get(dict_id)
+        if zid is None:
+            raise CorruptObject(f"no dictionary with zstd id {dict_id} in {DICTS_FILE}")
+        type_name, body = self.get_raw(zid)
+        if type_name != "zdict":
+            raise CorruptObject(f"dictionary {zid} is a {type_name}, not a zdict", id=zid)
+        return body
+
+    def _start_compression(self) -> None:
+        """Compress with the newest dictionary; with none yet, collect samples to train one."""
+        self._dicts = self._read_dicts()
+        if self._dicts:
+            dict_id = list(self._dicts)[-1]
+            self._compressor = codec.Compressor(self.level, self._load_dictionary(dict_id))
+        else:
+            self._compressor = codec.Compressor(self.level)
+            self._samples = [] if self._dict_samples > 0 else None
+
+    def _train(self) -> None:
+        """Train, store the zdict durably, then name it in `dicts` (that order: see format.md)."""
+        samples, self._samples = self._samples, None
+        dictionary = codec.train_dictionary(samples)
+        if dictionary is None:
+            return
+        zid = self.put("zdict", dictionary)
+        self._writer.sync()
+        dict_id = codec.zstd_dict_id(dictionary)
+        path = os.path.join(self.path, DICTS_FILE)
+        with LockFile(path) as lock:
+            try:
+                with open(path, "rb") as f:
+                    lock.write(f.read())
+            except FileNotFoundError:
+                pass
+            lock.write(f"{dict_id} {zid}\n".encode("ascii"))
+            lock.commit(fsync=self.durability != "never")
+        self._dicts[dict_id] = zid
+        self._compressor = codec.Compressor(self.level, dictionary)
+
+    # -- introspection (fsck, benchmarks) --------------------------------------------------------
+    def packs(self) -> list[Pack]:
+        self._refresh()
+        return list(self._order)
