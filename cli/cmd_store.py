@@ -26,7 +26,8 @@ def init_cmd(directory: str, durability: str | None) -> None:
 
 @cli.command("cat-object")
 @click.argument("object_id")
+@click.option("--json", "as_json", is_flag=True, help="Accepted for symmetry; output is always JSON.")
 @click.pass_obj
-def cat_object(state, object_id: str) -> None:
+def cat_object(state, object_id: str, as_json: bool) -> None:
     """Print any object (by id, unique prefix, or revision) as JSON: {id, type, content}."""
     emit_json(show(state.repo, object_id))

@@ -176,6 +176,18 @@ class Repository:
             return Current(None, None, head.target, head.ref)
         return Current(None, None, head.target, None)
 
+    def session_of_event(self, event_id: str) -> str | None:
+        """The session whose root this event descends from (first-parent walk to the root).
+
+        Only needed with a detached HEAD; O(depth), so callers prefer HEAD's session."""
+        eid = event_id
+        while True:
+            ev = self.graph.event(eid)
+            if not ev.parents:
+                sid = ev.payload.get("session")
+                return sid if isinstance(sid, str) else None
+            eid = ev.parents[0]
+
     def resolve_session(self, text: str) -> str:
         """A session id from a full id or a unique prefix (>= 4 hex digits)."""
         text = text.strip().lower()

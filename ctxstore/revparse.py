@@ -34,9 +34,10 @@ def resolve_ref_name(repo: Repository, name: str) -> str | None:
         check_ref_name(name)
         return name if repo.refs.read(name) is not None else None
     cur = repo.current()
-    if cur.session:
+    session = cur.session or (repo.session_of_event(cur.tip) if cur.tip else None)
+    if session:
         try:
-            ref = branch_ref(cur.session, name)
+            ref = branch_ref(session, name)
         except BadRevision:  # not a valid branch name; may still be an id
             ref = None
         if ref and repo.refs.read(ref) is not None:
@@ -116,6 +117,17 @@ def resolve(repo: Repository, text: str) -> Resolved:
         else:
             cur = Resolved(repo.graph.nth_parent(cur.id, n))
     return cur
+
+
+def resolve_object(repo: Repository, text: str) -> str:
+    """Like `resolve`, but a bare object id names that object itself (a session id names the
+    session object, not its main tip): what `show` and `cat-object` want."""
+    if not _SUFFIX.search(text) and resolve_ref_name(repo, text) is None:
+        try:
+            return repo.store.resolve(text)
+        except (BadRevision, NotFound):
+            pass
+    return resolve(repo, text).id
 
 
 def resolve_event(repo: Repository, text: str) -> str:

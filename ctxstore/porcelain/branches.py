@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 from ..errors import BadRevision, RefNotFound
-from ..objects import Event
 from ..refs import DEFAULT_BRANCH, HEAD, branch_ref, check_branch_name
 from ..repo import Repository
 from ..revparse import resolve_event, resolve_ref_name
 
 
 def session_of(repo: Repository, event_id: str) -> str:
-    """The session an event belongs to: HEAD's, else found at the root of its first-parent chain."""
+    """The session to branch in: HEAD's, else the one at the root of the event's history."""
     cur = repo.current()
     if cur.session:
         return cur.session
-    eid = event_id
-    while True:
-        ev: Event = repo.graph.event(eid)
-        if not ev.parents:
-            sid = ev.payload.get("session")
-            if not sid:
-                raise BadRevision(f"event {event_id[:12]} does not lead to a session root")
-            return sid
-        eid = ev.parents[0]
+    sid = repo.session_of_event(event_id)
+    if not sid:
+        raise BadRevision(f"event {event_id[:12]} does not lead to a session root")
+    return sid
 
 
 def list_branches(repo: Repository) -> tuple[str | None, dict[str, str]]:

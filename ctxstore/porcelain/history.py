@@ -8,7 +8,7 @@ from typing import Any
 from ..objects import Event, StoredObject, thaw
 from ..refs import HEAD, split_branch_ref
 from ..repo import Repository
-from ..revparse import resolve, resolve_event, resolve_ref_name
+from ..revparse import resolve_event, resolve_object, resolve_ref_name
 
 
 def event_dict(eid: str, ev: Event) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def log(repo: Repository, rev: str | None = None, n: int | None = None,
 
 def show(repo: Repository, rev: str) -> dict[str, Any]:
     """Any object by revision or id: its type, id and decoded content."""
-    obj_id = resolve(repo, rev).id
+    obj_id = resolve_object(repo, rev)
     type_name, _ = repo.store.get_raw(obj_id)
     obj = repo.store.get(obj_id)
     if isinstance(obj, StoredObject):

@@ -1,0 +1,94 @@
+import multiprocessing
+import os
+
+import pytest
+
+from ctxstore.errors import InvalidRefName, LockHeld, RefConflict
+from ctxstore.refs import FileRefs, MemoryRefs, check_branch_name
+
+from .refs_contract import REF, A, B, RefsContract
+
+
+class TestMemoryRefs(RefsContract):
+    def make_refs(self, tmp_path):
+        return MemoryRefs()
+
+
+class TestFileRefs(RefsContract):
+    def make_refs(self, tmp_path):
+        return FileRefs(tmp_path / ".ctx")
+
+    def test_files_on_disk(self, tmp_path):
+        refs = FileRefs(tmp_path)
+        refs.set_if_equals(REF, None, A, message="create it")
+        assert (tmp_path / REF).read_text() == A + "\n"
+        line = (tmp_path / "logs" / REF).read_text()
+        assert line.startswith("0" * 64 + " " + A + " ") and line.endswith("\tcreate it\n")
+        assert not list(tmp_path.rglob("*.lock"))
+
+    def test_stale_lock_is_clear_error(self, tmp_path):
+        refs = FileRefs(tmp_path)
+        refs.set_if_equals(REF, None, A)
+        lock = tmp_path / (REF + ".lock")
+        lock.write_text("")
+        from ctxstore import lockfile
+
+        old = lockfile.DEFAULT_WAIT
+        lockfile.DEFAULT_WAIT = 0.05
+        try:
+            with pytest.raises(LockHeld) as err:
+                refs.set_if_equals(REF, A, B)
+        finally:
+            lockfile.DEFAULT_WAIT = old
+        assert str(lock) in str(err.value)
+        assert refs.read(REF) == A
+
+    def test_branch_and_folder_conflict(self, tmp_path):
+        refs = FileRefs(tmp_path)
+        refs.set_if_equals("refs/sessions/s/a", None, A)
+        with pytest.raises(InvalidRefName):
+            refs.set_if_equals("refs/sessions/s/a/b", None, A)
+
+
+def _racer(root, n, out):
+    refs = FileRefs(root)
+    wins = conflicts = 0
+    for i in range(n):
+        cur = refs.read(REF)
+        new = f"{os.getpid() % 256:02x}{i:062x}"
+        try:
+            refs.set_if_equals(REF, cur, new, fsync=False)
+            wins += 1
+        except RefConflict:
+            conflicts += 1
+    out.put((wins, conflicts))
+
+
+def test_cas_race_between_two_processes(tmp_path):
+    """Every successful CAS is in the reflog exactly once, chained old->new: nothing lost."""
+    refs = FileRefs(tmp_path)
+    refs.set_if_equals(REF, None, A)
+    q = multiprocessing.Queue()
+    procs = [multiprocessing.Process(target=_racer, args=(tmp_path, 200, q)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    results = [q.get(timeout=5) for _ in procs]
+    wins = sum(w for w, _ in results)
+    log = refs.reflog(REF)
+    assert len(log) == 1 + wins
+    for prev, cur in zip(log, log[1:], strict=False):
+        assert cur.old == prev.new  # a chain: no move was based on a stale read
+    assert refs.read(REF) == log[-1].new
+
+
+@pytest.mark.parametrize("name", ["main", "feature/x", "try-2", "a.b"])
+def test_good_branch_names(name):
+    assert check_branch_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["HEAD", "-x", "a..b", "x.lock", "a b", "", "@", "a:b", "a?"])
+def test_bad_branch_names(name):
+    with pytest.raises(InvalidRefName):
+        check_branch_name(name)
