@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import codec
 from . import config as config_mod
 from .clock import now_iso
 from .errors import BadRevision, CtxError, InvalidInput, RefConflict, StoreNotFound
@@ -230,7 +231,11 @@ class Repository:
 
 class AppendTransaction:
     """Many events, one durable flush, one ref move. A lost race raises RefConflict, or with
-    `rebase=True` re-parents the new events onto the ref's new tip and tries again."""
+    `rebase=True` re-parents the new events onto the ref's new tip and tries again.
+
+    Events are encoded straight from their field map (the same canonical bytes as
+    `Event.to_dict()`), and generations are tracked here, so a batch never re-reads its own
+    parents from the store."""
 
     def __init__(self, repo: Repository, ref: str, tip: str, *, rebase: bool, actor: str,
                  message: str) -> None:
@@ -242,18 +247,39 @@ class AppendTransaction:
         self.actor = actor
         self.message = message
         self.appended: list[str] = []
-        self._events: list[Event] = []
+        self._fields: list[dict[str, Any]] = []
+        self._gen: dict[str, int] = {}
         self.committed = False
+
+    def _generation(self, eid: str) -> int:
+        gen = self._gen.get(eid)
+        return gen if gen is not None else self.repo.graph.generation(eid)
 
     def append(self, type: str, actor: str = "system", payload: dict | None = None,
                causality: dict | None = None, ts: str | None = None,
                extra_parents: tuple[str, ...] = ()) -> str:
-        ev = self.repo.make_event(type, actor, payload, (self.tip, *extra_parents), causality, ts)
-        return self.append_event(ev)
+        if not is_valid_event_type(type):
+            raise InvalidInput(f"invalid event type {type!r}: use a core type (e.g. "
+                               f"UserPromptSubmitted) or a namespaced one (x.yourtool.Thing)")
+        if payload is not None and not isinstance(payload, dict):
+            raise InvalidInput("an event payload must be a JSON object")
+        parents = [self.tip, *extra_parents]
+        gen = 1 + max(self._generation(p) for p in parents)
+        return self._put({"type": type, "actor": actor, "payload": payload or {},
+                          "parents": parents, "generation": gen, "ts": ts or now_iso(),
+                          "causality": causality or {}})
 
     def append_event(self, ev: Event) -> str:
-        eid = self.repo.store.put_object(ev)
-        self._events.append(ev)
+        """Append a prepared event; its parents must include the current tip."""
+        if self.tip not in ev.parents:
+            raise InvalidInput("an appended event must name the branch tip as a parent")
+        return self._put(ev.to_dict())
+
+    def _put(self, fields: dict[str, Any]) -> str:
+        eid, body = codec.encode_object("event", fields)
+        self.repo.store.put_encoded(eid, "event", body)
+        self._fields.append(fields)
+        self._gen[eid] = fields["generation"]
         self.appended.append(eid)
         self.tip = eid
         return eid
@@ -261,17 +287,13 @@ class AppendTransaction:
     def _replay_onto(self, new_base: str) -> None:
         """Re-create the appended events on top of `new_base` (new parents, so new ids)."""
         mapping = {self.base: new_base}
-        appended: list[str] = []
-        events: list[Event] = []
-        for old_id, ev in zip(self.appended, self._events, strict=True):
-            parents = tuple(mapping.get(p, p) for p in ev.parents)
-            gen = 1 + max(self.repo.graph.generation(p) for p in parents)
-            nev = Event(ev.type, ev.actor, ev.payload, parents, gen, ev.ts, ev.causality)
-            mapping[old_id] = self.repo.store.put_object(nev)
-            appended.append(mapping[old_id])
-            events.append(nev)
-        self.base, self.appended, self._events = new_base, appended, events
-        self.tip = appended[-1] if appended else new_base
+        old_ids, old_fields = self.appended, self._fields
+        self.base = self.tip = new_base
+        self.appended, self._fields = [], []
+        for old_id, f in zip(old_ids, old_fields, strict=True):
+            parents = [mapping.get(p, p) for p in f["parents"]]
+            gen = 1 + max(self._generation(p) for p in parents)
+            mapping[old_id] = self._put({**f, "parents": parents, "generation": gen})
 
     def commit(self) -> str:
         if self.committed or self.tip == self.base:

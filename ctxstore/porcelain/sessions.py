@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInput
+from ..objects import is_valid_event_type
 from ..repo import Repository, iter_session_refs
 
 
@@ -93,11 +94,13 @@ def _parse_batch(lines: Iterable[str], repo: Repository) -> list[dict]:
         if unknown:
             raise InvalidInput(f"batch line {n}: unknown field(s) {', '.join(sorted(unknown))}; "
                                f"nothing appended")
-        try:
-            repo.make_event(obj["type"], obj.get("actor", "agent"), payload, (), obj.get("causality"),
-                            obj.get("ts") or "x")
-        except InvalidInput as exc:
-            raise InvalidInput(f"batch line {n}: {exc}; nothing appended") from None
+        if not is_valid_event_type(obj["type"]):
+            raise InvalidInput(f"batch line {n}: invalid event type {obj['type']!r}; nothing appended")
+        causality = obj.get("causality", {})
+        if not isinstance(causality, dict) or not isinstance(obj.get("ts", ""), str) or \
+                not isinstance(obj.get("actor", ""), str):
+            raise InvalidInput(f"batch line {n}: \"actor\" and \"ts\" must be strings and "
+                               f"\"causality\" an object; nothing appended")
         items.append(obj)
     return items
 

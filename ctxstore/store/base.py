@@ -68,6 +68,12 @@ class ObjectStore(abc.ABC):
             self._store_body(computed, type_name, body)
         return computed
 
+    def put_encoded(self, obj_id: str, type_name: str, body: bytes) -> str:
+        """Store a body whose id the caller just computed with codec.encode_object (hot paths)."""
+        if obj_id not in self:
+            self._store_body(obj_id, type_name, body)
+        return obj_id
+
     def put(self, type_name: str, value: Any) -> str:
         """Encode and store a value of the given type; returns its id."""
         obj_id, body = codec.encode_object(type_name, value)
