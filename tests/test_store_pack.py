@@ -11,7 +11,7 @@ import pytest
 
 from ctxstore import codec
 from ctxstore.errors import CorruptObject, CtxError, ObjectNotFound, StoreNotFound
-from ctxstore.store.fsck import canonical, verify
+from ctxstore.store.fsck import verify
 from ctxstore.store.pack import HEADER_SIZE
 from ctxstore.store.packconsolidate import choose
 from ctxstore.store.packstore import PackStore
@@ -260,17 +260,6 @@ def test_reader_survives_consolidation_by_another_process(tmp_path):
         put_events(s, 100, start=300)  # seals and consolidates
     assert all(reader.get(i) == event(n) for n, i in enumerate(ids))
     reader.close()
-
-
-def test_fast_canonical_agrees_with_codec():
-    import msgpack
-
-    samples = [codec.pack_value(v) for v in (event(1), [1, 2.5, {"a": None}], "x", 0.0, {})]
-    samples += [msgpack.packb({"b": 1, "a": 2}), msgpack.packb(-0.0), msgpack.packb(float("nan")),
-                msgpack.packb({1: 2}, strict_types=False), msgpack.packb(msgpack.ExtType(1, b"x")),
-                b"\xc1", msgpack.packb([1.5], use_single_float=True), msgpack.packb(1) + b"\x00"]
-    for body in samples:
-        assert canonical(body) == codec.is_canonical(body), body
 
 
 def test_empty_pack_file_header_only(tmp_path):

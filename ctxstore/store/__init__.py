@@ -2,5 +2,6 @@
 
 from .base import MIN_PREFIX, ObjectStore
 from .memory import MemoryStore
+from .packstore import PackStore
 
-__all__ = ["MIN_PREFIX", "MemoryStore", "ObjectStore"]
+__all__ = ["MIN_PREFIX", "MemoryStore", "ObjectStore", "PackStore"]
