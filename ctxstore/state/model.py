@@ -103,6 +103,20 @@ class AgentState:
         return _with_defaults(state)
 
 
+_FIELDS = tuple(f.name for f in fields(AgentState))
+
+
+def evolve(state: AgentState, **changes: Any) -> AgentState:
+    """`dataclasses.replace` for values that are ALREADY frozen (what every fold produces).
+
+    Skips `__post_init__`, which re-freezes every section recursively: with it, folding a long
+    session is quadratic (measured 9.5 s for 10k events; 0.1 s with this)."""
+    new = object.__new__(AgentState)
+    for name in _FIELDS:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(state, name))
+    return new
+
+
 def _with_defaults(state: AgentState) -> AgentState:
     patch = {}
     for name, default in (("goal", EMPTY_GOAL), ("plan", EMPTY_PLAN),
