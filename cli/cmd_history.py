@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from ctxstore.clock import iso_from_ms
+from ctxstore.porcelain import context as pc
 from ctxstore.porcelain import history as ph
 from ctxstore.refs import split_branch_ref
 
@@ -76,9 +79,7 @@ def show_cmd(state, rev: str, as_json: bool) -> None:
         emit_json(info)
         return
     click.echo(style(f"{info['type']} {info['id']}", fg="yellow"))
-    import json as _json
-
-    click.echo(_json.dumps(info["content"], indent=2, ensure_ascii=False, default=str))
+    click.echo(json.dumps(info["content"], indent=2, ensure_ascii=False, default=str))
 
 
 @cli.command("diff")
@@ -90,14 +91,19 @@ def show_cmd(state, rev: str, as_json: bool) -> None:
 def diff_cmd(state, a: str, b: str, as_json: bool) -> None:
     """Compare two revisions from their merge base: events only in A, only in B."""
     d = ph.diff(state.repo, a, b)
+    sdiff = pc.state_diff_at(state.repo, a, b)
     if as_json:
-        emit_json(d.to_dict())
+        emit_json({**d.to_dict(), "state": sdiff})
         return
     click.echo(f"merge base: {short(d.base) if d.base else '(none: unrelated histories)'}")
     for label, events, color in ((a, d.only_a, "red"), (b, d.only_b, "green")):
         click.echo(style(f"only in {label} ({len(events)} events):", bold=True))
         for eid, ev in events:
             click.echo(style(f"  {short(eid, 10)} {ev.type}", fg=color) + f" {event_summary(ev, 60)}")
+    if sdiff:
+        click.echo(style("state differences:", bold=True))
+        for section, change in sdiff.items():
+            click.echo(f"  {section}: {json.dumps(change, ensure_ascii=False, default=str)[:300]}")
 
 
 @cli.command("reflog")

@@ -48,6 +48,9 @@ def event_summary(ev: Event, width: int = 80) -> str:
             return text if len(text) <= width else text[: width - 1] + "…"
     if "tool_call_id" in p:
         return f"tool call {p['tool_call_id']}"
+    patch = p.get("patch")
+    if isinstance(patch, dict) and patch:
+        return "patch: " + ", ".join(sorted(patch))
     return ""
 
 

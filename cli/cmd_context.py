@@ -1,0 +1,195 @@
+"""The Context Manager's views: state, context, trace, stats, artifact, cat."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ctxstore.porcelain import context as pc
+
+from .main import cli
+from .render import emit_json, short, style
+
+TIER_COLORS = {"P0": "red", "P1": "yellow", "P2": "cyan", "P3": "blue"}
+
+
+@cli.command("state")
+@click.argument("rev", required=False)
+@click.option("--json", "as_json", is_flag=True, help="The whole AgentState as JSON.")
+@click.pass_obj
+def state_cmd(state, rev: str | None, as_json: bool) -> None:
+    """The working state projected from events at REV (default HEAD): goal, plan, constraints,
+    facts, decisions, files, errors, open questions."""
+    st = pc.state(state.repo, rev)
+    d = st.to_dict()
+    if as_json:
+        emit_json(d)
+        return
+    g = d["goal"]
+    click.echo(style("Goal: ", bold=True) + (g["user_goal"] or "(none)"))
+    click.echo(style("Current task: ", bold=True) + (g["current_task"] or "(none)"))
+    plan = d["plan"]
+    click.echo(style(f"Plan ({plan['status']}):", bold=True))
+    for s in plan["steps"]:
+        click.echo(f"  [{s.get('status', '')}] {s.get('text', '')}")
+    c = d["constraints"]
+    for kind in ("hard", "soft", "preferences"):
+        for item in c[kind]:
+            click.echo(f"  {kind}: {item}")
+    files = d["files"]
+    if files["read"] or files["modified"]:
+        click.echo(style("Files:", bold=True))
+        for f in files["read"]:
+            click.echo(f"  read      {f['path']}")
+        for f in files["modified"]:
+            click.echo(f"  modified  {f['path']}  {f.get('change_summary', '')}")
+    for e in d["errors"]:
+        click.echo(style("Error: ", fg="red") + f"{e.get('name', '')} {e.get('error', '')[:100]}"
+                   + (" (retried)" if e.get("retried") else ""))
+    pending = d["tool_calls"]["pending"]
+    if pending:
+        click.echo(style("Pending tool calls: ", bold=True) + ", ".join(pending))
+    for q in d["open_questions"]:
+        click.echo(style("Open question: ", bold=True) + q)
+    click.echo(f"({d['version']} events folded; at {short(d['source_event'])})")
+
+
+def _bar(used: int, total: int, width: int = 40) -> str:
+    n = 0 if total <= 0 else min(width, round(width * used / total))
+    return "█" * n + "·" * (width - n)
+
+
+@cli.command("context")
+@click.argument("rev", required=False)
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Max tokens (default: the session's context window).")
+@click.option("--format", "fmt", type=click.Choice(pc.FORMATS), default="neutral",
+              show_default=True, help="Print the payload a provider would receive (with --json).")
+@click.option("--system", "system_prompt", default=None, help="A system prompt to include (P0).")
+@click.option("--explain", is_flag=True, help="List every segment: kept or dropped, tier, tokens, reason, sources.")
+@click.option("--record", is_flag=True, help="Store the bundle and append a ContextBuilt event naming it.")
+@click.option("--json", "as_json", is_flag=True,
+              help="neutral: the bundle (used_tokens, max_tokens, tokenizer, segments...); "
+                   "openai/anthropic: the provider payload.")
+@click.pass_obj
+def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, as_json) -> None:
+    """What the model would see at REV under a token budget, and why.
+
+    \b
+    Tiers: P0 never dropped (system, current request, open tool pairs); P1 goal, plan,
+    recent turns; P2 decisions, facts, memory, artifacts; P3 verbose output, chatter.
+    """
+    bundle = pc.context(state.repo, rev, budget, system_prompt, record)
+    if as_json:
+        emit_json(pc.render_payload(bundle, fmt))
+        return
+    if fmt != "neutral":
+        emit_json(pc.render_payload(bundle, fmt))
+        return
+    avail = bundle.available_tokens
+    click.echo(style(f"Context: {bundle.used_tokens:,} / {avail:,} tokens", bold=True)
+               + f"  ({bundle.max_tokens:,} window - {bundle.reserved_output:,} reserved for output;"
+               f" counted with {bundle.tokenizer})")
+    click.echo(f"  {_bar(bundle.used_tokens, avail)}  {100 * bundle.used_tokens / max(avail, 1):.1f}%")
+    usage = bundle.usage
+    click.echo(style("By tier:", bold=True))
+    for tier, u in sorted(usage.get("by_tier", {}).items()):
+        click.echo(f"  {style(tier, fg=TIER_COLORS.get(tier, 'white'))}  {_bar(u.get('kept', 0), avail, 30)} "
+                   f"{u.get('kept', 0):>8,} kept  {u.get('dropped', 0):>8,} dropped")
+    click.echo(style("By kind:", bold=True))
+    for kind, u in sorted(usage.get("by_kind", {}).items(), key=lambda kv: -kv[1].get("kept", 0)):
+        click.echo(f"  {kind:<18} {u.get('kept', 0):>8,} kept  {u.get('dropped', 0):>8,} dropped")
+    dropped = bundle.dropped
+    if dropped:
+        click.echo(f"{len(dropped)} segment(s) dropped; --explain says why.")
+    if explain:
+        click.echo(style("Segments (model order):", bold=True))
+        for s in bundle.segments:
+            mark = style("+", fg="green") if s.kept else style("-", fg="red")
+            click.echo(f"{mark} {style(s.tier_name, fg=TIER_COLORS.get(s.tier_name, 'white'))} "
+                       f"{s.kind:<17} {s.tokens:>7}  {s.reason}")
+            srcs = ", ".join(short(x) if len(x) == 64 else x for x in s.sources)
+            click.echo(f"      sources: {srcs}" + (f"  tool_call_id: {s.tool_call_id}" if s.tool_call_id else ""))
+
+
+@cli.command("trace")
+@click.argument("rev", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def trace_cmd(state, rev, as_json) -> None:
+    """The reasoning trace at REV: goal, assumptions, decisions, evidence, actions, validation."""
+    t = pc.trace(state.repo, rev)
+    if as_json:
+        emit_json(t)
+        return
+    click.echo(style("Goal: ", bold=True) + (t["goal"] or "(none)"))
+    click.echo(style("Current task: ", bold=True) + (t["current_task"] or "(none)"))
+    for title, key, fmt in (
+        ("Assumptions", "assumptions", lambda a: f"{a.get('content')} (confidence {a.get('confidence')})"),
+        ("Decisions", "decisions", lambda d: f"{d.get('decision')} — {d.get('rationale', '')}"),
+        ("Evidence", "evidence", lambda e: f"[{e['kind']}] {e['summary'][:80]}  ({short(e['ref'])})"),
+        ("Actions", "actions", lambda a: f"{a['action_type']}: {a.get('name') or a.get('path') or a['type']}"
+                                        + (f" -> {short(a['result_event'])}" if a.get("result_event") else "")),
+        ("Validation", "validation", lambda v: f"{v['check']}: {v['result']}"),
+        ("Next steps", "next_steps", lambda s: f"[{s.get('status', '')}] {s.get('text', '')}"),
+        ("Open questions", "open_questions", str),
+    ):
+        items = t[key]
+        click.echo(style(f"{title} ({len(items)}):", bold=True))
+        for it in items:
+            click.echo(f"  {fmt(it)}")
+
+
+@cli.command("stats")
+@click.argument("rev", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def stats_cmd(state, rev, as_json) -> None:
+    """Tokens, compaction, tool and context-build counters along REV's history."""
+    s = pc.stats(state.repo, rev)
+    if as_json:
+        emit_json(s)
+        return
+    click.echo(f"Events: {s['events']}")
+    tu, tools, comp = s["token_usage"], s["tools"], s["compression"]
+    click.echo(f"Tokens: {tu['input_tokens']:,} in, {tu['output_tokens']:,} out; "
+               f"last context {tu['context_used_tokens']:,} of {tu['context_window_tokens']:,}")
+    click.echo(f"Tools: {tools['tool_call_count']} calls, {tools['failed_tool_call_count']} failed, "
+               f"{tools['approval_requested_count']} approvals asked, {tools['approval_denied_count']} denied")
+    click.echo(f"Compactions: {comp['compaction_count']}"
+               + (f" (last {comp['tokens_before_last']:,} -> {comp['tokens_after_last']:,} tokens)"
+                  if comp["tokens_before_last"] else ""))
+    click.echo(f"Context builds recorded: {s['context_builds']}")
+    for t, n in sorted(s["by_type"].items(), key=lambda kv: -kv[1]):
+        click.echo(f"  {t:<28} {n}")
+
+
+@cli.group("artifact")
+def artifact_group() -> None:
+    """Large evidence stored whole, outside the prompt."""
+
+
+@artifact_group.command("add")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--kind", default="file", show_default=True)
+@click.option("--summary", default="")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def artifact_add(state, file, kind, summary, as_json) -> None:
+    """Store FILE as an artifact (content stored once by hash); prints the artifact id."""
+    res = pc.artifact_add(state.repo, file, kind, summary)
+    if as_json:
+        emit_json(res)
+    else:
+        click.echo(res["artifact"])
+
+
+@cli.command("cat")
+@click.argument("object_id")
+@click.pass_obj
+def cat_cmd(state, object_id) -> None:
+    """Write the raw bytes of an artifact's content (or a blob) to stdout."""
+    data = pc.cat(state.repo, object_id)
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()

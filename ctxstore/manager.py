@@ -1,0 +1,345 @@
+"""ContextManager: the seed's interface as the front door for harness authors.
+
+    from ctxstore import Store, ContextManager
+    store = Store.init(".")                      # or Store.open(path) / Store.memory()
+    cm = ContextManager.start(store, title="fix the test", goal="make CI green")
+    cm.add_user_message("The parser test fails, please fix it")
+    cm.record_tool_call("call_1", "bash", {"cmd": "pytest -x"})
+    cm.record_tool_result("call_1", output)      # big output -> artifact + preview
+    bundle = cm.build_context(budget=8000, record=True)   # what the model sees, stored
+    state = cm.project_state()
+
+Everything is written as events on the bound branch through append transactions; the context
+is compiled from the state projection and the recent first-parent history, never stored as the
+source of truth. A recorded bundle (ContextBuilt event) answers "what did the model see".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .context import (
+    DEFAULT_EVICTION_ORDER,
+    ContextBundle,
+    Segment,
+    Tokenizer,
+    build_context,
+    candidates_from_history,
+    default_tokenizer,
+)
+from .errors import BadRevision, CtxError, InvalidInput, NotFound
+from .objects import (
+    Artifact,
+    Compaction,
+    Event,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from .refs import DEFAULT_BRANCH, branch_ref
+from .repo import Repository
+from .revparse import resolve_event
+from .snapshots import SnapshotCache
+from .state import AgentState, project, snapshot_value, state_from_snapshot
+
+PREVIEW_BYTES = 1024
+#: Snapshots are written at the tip and every this many generations along a long fold.
+SNAPSHOT_EVERY = 1024
+#: How far back the context builder looks for history (events) when no compaction bounds it.
+MAX_HISTORY_EVENTS = 4000
+
+
+def _preview(text: str, limit: int = PREVIEW_BYTES) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore") + f"\n… [{len(data) - limit} more bytes in artifact]"
+
+
+class ContextManager:
+    """Bound to one branch of one session; every write appends to that branch."""
+
+    def __init__(self, store: Repository, session: str | None = None,
+                 branch: str | None = None, *, tokenizer: Tokenizer | None = None) -> None:
+        self.store = store
+        cur = store.current()
+        self.session = session or cur.session
+        if not self.session:
+            raise BadRevision("no session: pass one, or start one with ContextManager.start()")
+        self.branch = branch or (cur.branch if cur.session == self.session else None) or DEFAULT_BRANCH
+        self.ref = branch_ref(self.session, self.branch)
+        if store.refs.read(self.ref) is None:
+            raise BadRevision(f"session {self.session[:12]} has no branch {self.branch!r}")
+        self.tokenizer = tokenizer or default_tokenizer()
+        self.snapshots = SnapshotCache(store.path)
+        cfg = store.session(self.session).config
+        self.artifact_threshold = int(cfg.get("artifact_threshold",
+                                              store.config.get("artifact_threshold", 4096)))
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @classmethod
+    def start(cls, store: Repository, title: str = "", goal: str = "", **kw: Any) -> ContextManager:
+        sid, _ = store.new_session(title=title, goal=goal, **kw)
+        return cls(store, sid, kw.get("branch", DEFAULT_BRANCH))
+
+    @classmethod
+    def resume(cls, store: Repository, session: str | None = None,
+               branch: str | None = None) -> ContextManager:
+        """Bind to SESSION/BRANCH (default: HEAD's) and move HEAD there."""
+        sid = store.resolve_session(session) if session else None
+        cm = cls(store, sid, branch)
+        store.refs.set_head_symbolic(cm.ref, message=f"resume: {cm.branch}")
+        return cm
+
+    @property
+    def tip(self) -> str:
+        tip = self.store.refs.read(self.ref)
+        if tip is None:
+            raise BadRevision(f"branch {self.ref} was deleted")
+        return tip
+
+    def fork(self, name: str, at: str | None = None) -> ContextManager:
+        """A new branch at AT (default this branch's tip) and a manager bound to it."""
+        target = resolve_event(self.store, at) if at else self.tip
+        ref = branch_ref(self.session, name)
+        self.store.refs.set_if_equals(ref, None, target, message=f"fork: from {self.branch}")
+        return ContextManager(self.store, self.session, name, tokenizer=self.tokenizer)
+
+    def rollback(self, rev: str) -> str:
+        """Move this branch back to REV; the old tip stays in the reflog."""
+        target = resolve_event(self.store, rev)
+        old = self.tip
+        self.store.refs.set_if_equals(self.ref, old, target, message=f"rollback: to {rev}")
+        return target
+
+    # -- writing ---------------------------------------------------------------------------------
+    def append_event(self, type: str, actor: str = "agent", payload: Mapping | None = None,
+                     causality: Mapping | None = None, ts: str | None = None) -> str:
+        with self.store.transaction(self.ref, message=f"append {type}") as tx:
+            return tx.append(type, actor, dict(payload or {}), dict(causality or {}), ts)
+
+    def _message_event(self, type: str, actor: str, msg: Message, payload: dict,
+                       causality: dict | None = None, ts: str | None = None) -> str:
+        mid = self.store.store.put_object(msg)
+        return self.append_event(type, actor, payload, {"message_id": mid, **(causality or {})}, ts)
+
+    def add_user_message(self, text: str, ts: str | None = None) -> str:
+        msg = Message("user", (TextBlock(text),), provenance={"source": "user"})
+        return self._message_event("UserPromptSubmitted", "user", msg, {"text": _preview(text)},
+                                   ts=ts)
+
+    def add_system_message(self, text: str, role: str = "system", ts: str | None = None) -> str:
+        msg = Message(role, (TextBlock(text),), provenance={"source": "system"})
+        return self._message_event("MessageAdded", "system", msg, {"role": role, "text": _preview(text)},
+                                   ts=ts)
+
+    def add_assistant_message(self, text: str = "", *, tool_calls: Sequence[Mapping] = (),
+                              thinking: str = "", model: str = "", ts: str | None = None) -> str:
+        """The model's reply; each tool call also becomes a ToolCallRequested event."""
+        blocks: list = []
+        if thinking:
+            blocks.append(ThinkingBlock(thinking))
+        if text:
+            blocks.append(TextBlock(text))
+        for tc in tool_calls:
+            blocks.append(ToolCallBlock(tc["id"], tc["name"], tc.get("args", {})))
+        msg = Message("assistant", tuple(blocks), provenance={"source": "model"},
+                      meta={"model": model} if model else {})
+        mid = self.store.store.put_object(msg)
+        with self.store.transaction(self.ref, message="model response") as tx:
+            eid = tx.append("ModelResponseReceived", "model",
+                            {"text": _preview(text), **({"model": model} if model else {})},
+                            {"message_id": mid}, ts)
+            for tc in tool_calls:
+                eid = tx.append("ToolCallRequested", "model",
+                                {"tool_call_id": tc["id"], "name": tc["name"],
+                                 "args": dict(tc.get("args", {}))},
+                                {"tool_call_id": tc["id"], "message_id": mid}, ts)
+        return eid
+
+    def record_tool_call(self, tool_call_id: str, name: str, args: Mapping | None = None,
+                         ts: str | None = None) -> str:
+        return self.add_assistant_message(tool_calls=[{"id": tool_call_id, "name": name,
+                                                       "args": dict(args or {})}], ts=ts)
+
+    def add_artifact(self, data: bytes | str, kind: str = "tool_output", uri: str = "",
+                     summary: str = "", media_type: str = "text/plain",
+                     source_event: str = "") -> str:
+        """Store content once (by hash) and an Artifact naming it; returns the artifact id."""
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        content = self.store.store.put_blob(raw)
+        art = Artifact(kind, content, len(raw), uri, summary, media_type, source_event)
+        return self.store.store.put_object(art)
+
+    def record_tool_result(self, tool_call_id: str, output: str | bytes, *, is_error: bool = False,
+                           name: str = "", ts: str | None = None) -> str:
+        """The result of a call; output above the session's threshold becomes an artifact."""
+        text = output.decode("utf-8", "replace") if isinstance(output, bytes) else output
+        size = len(text.encode("utf-8"))
+        causality: dict[str, Any] = {"tool_call_id": tool_call_id}
+        if size > self.artifact_threshold:
+            art = self.add_artifact(output, "tool_output", f"tool:{tool_call_id}",
+                                    f"output of {name or tool_call_id} ({size} bytes)")
+            causality["artifact_id"] = art
+            block = ToolResultBlock(tool_call_id, preview=_preview(text), output_ref=art,
+                                    is_error=is_error, truncated=True)
+        else:
+            block = ToolResultBlock(tool_call_id, text=text, is_error=is_error)
+        msg = Message("tool", (block,), provenance={"source": "tool"})
+        causality["message_id"] = self.store.store.put_object(msg)
+        payload = {"tool_call_id": tool_call_id, "preview": _preview(text, 512), "size": size,
+                   "truncated": size > self.artifact_threshold}
+        if name:
+            payload["name"] = name
+        if is_error:
+            payload["error"] = _preview(text, 512)
+        return self.append_event("ToolCallFailed" if is_error else "ToolCallFinished", "tool",
+                                 payload, causality, ts)
+
+    def record_file_read(self, path: str, content: str | bytes | None = None,
+                         summary: str = "", ts: str | None = None) -> str:
+        causality = {}
+        if content is not None:
+            causality["artifact_id"] = self.add_artifact(content, "file", path, summary)
+        return self.append_event("FileRead", "tool", {"path": path, **({"summary": summary} if summary else {})},
+                                 causality, ts)
+
+    def record_file_write(self, path: str, change_summary: str = "", *,
+                          diff: str | None = None, ts: str | None = None) -> str:
+        causality = {}
+        if diff is not None:
+            causality["artifact_id"] = self.add_artifact(diff, "diff", path, change_summary)
+        return self.append_event("DiffApplied" if diff is not None else "FileWritten", "tool",
+                                 {"path": path, "change_summary": change_summary}, causality, ts)
+
+    def record_verifier(self, check: str, result: str, evidence_refs: Iterable[str] = (),
+                        ts: str | None = None) -> str:
+        if result not in ("pass", "fail", "skipped"):
+            raise InvalidInput("verifier result must be pass, fail or skipped")
+        return self.append_event("VerifierFinished", "tool",
+                                 {"check": check, "result": result,
+                                  "evidence_refs": list(evidence_refs)}, None, ts)
+
+    def update_state(self, patch: Mapping[str, Any], ts: str | None = None) -> str:
+        """An explicit StateUpdated event (patch rules: docs/events.md)."""
+        return self.append_event("StateUpdated", "agent", {"patch": dict(patch)}, None, ts)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _rev(self, rev: str | None) -> str:
+        return self.tip if rev is None else resolve_event(self.store, rev)
+
+    def message(self, mid: str) -> Message | None:
+        """The message with this id, or None if absent or not a message."""
+        try:
+            obj = self.store.store.get(mid)
+        except NotFound:
+            return None
+        return obj if isinstance(obj, Message) else None
+
+    def project_state(self, rev: str | None = None, *, use_snapshots: bool = True) -> AgentState:
+        """The state at REV (default: this branch's tip): a fold of the first-parent chain,
+        starting from the newest cached snapshot on it. Merged branches contribute through the
+        merge event itself, not their raw events."""
+        tip = self._rev(rev)
+        graph = self.store.graph
+        chain: list[tuple[str, Event]] = []
+        start: AgentState | None = None
+        eid: str | None = tip
+        while eid is not None:
+            if use_snapshots:
+                snap = self._load_snapshot(eid)
+                if snap is not None:
+                    start = snap
+                    break
+            ev = graph.event(eid)
+            chain.append((eid, ev))
+            eid = ev.parents[0] if ev.parents else None
+        chain.reverse()
+        if not chain and start is not None:
+            return start
+        state = start
+        every = SNAPSHOT_EVERY
+        for i in range(0, len(chain), every):
+            state = project(chain[i:i + every], start=state, messages=self.message)
+            if use_snapshots and (len(chain) - i > every or i + every >= len(chain)):
+                self._save_snapshot(chain[min(i + every, len(chain)) - 1][0], state)
+        return state if state is not None else project((), messages=self.message)
+
+    def _load_snapshot(self, event_id: str) -> AgentState | None:
+        sid = self.snapshots.get(event_id)
+        if sid is None:
+            return None
+        try:
+            value = self.store.store.get(sid)
+        except (NotFound, CtxError):  # a broken cache entry is ignored, never trusted
+            return None
+        if not isinstance(value, dict) or value.get("state", {}).get("source_event") != event_id:
+            return None
+        return state_from_snapshot(value)
+
+    def _save_snapshot(self, event_id: str, state: AgentState) -> None:
+        sid = self.store.store.put("snapshot", snapshot_value(state))
+        self.snapshots.put(event_id, sid)
+
+    def history(self, rev: str | None = None, *, limit: int = MAX_HISTORY_EVENTS
+                ) -> tuple[list[tuple[str, Event, Message | None]], Compaction | None, str | None]:
+        """Recent first-parent history, oldest first, bounded by the newest compaction (whose
+        record is returned with the CompactionCompleted event id) or by `limit` events."""
+        graph = self.store.graph
+        out: list[tuple[str, Event]] = []
+        compaction: Compaction | None = None
+        comp_event: str | None = None
+        eid: str | None = self._rev(rev)
+        first_kept: str | None = None
+        while eid is not None and len(out) < limit:
+            ev = graph.event(eid)
+            if compaction is None and ev.type == "CompactionCompleted" and ev.causality.get("compaction_id"):
+                obj = self.store.store.get(ev.causality["compaction_id"])
+                if isinstance(obj, Compaction):
+                    compaction, comp_event, first_kept = obj, eid, obj.first_kept
+                    eid = ev.parents[0] if ev.parents else None
+                    continue
+            out.append((eid, ev))
+            if first_kept is not None and eid == first_kept:
+                break
+            eid = ev.parents[0] if ev.parents else None
+        out.reverse()
+        hist = [(i, e, self.message(e.causality["message_id"]) if e.causality.get("message_id") else None)
+                for i, e in out]
+        return hist, compaction, comp_event
+
+    def build_context(self, rev: str | None = None, *, budget: int | None = None,
+                      system_prompt: str | None = None, tools: Sequence[Mapping] | None = None,
+                      extra: Sequence[Segment] = (), reserved_output: int | None = None,
+                      eviction_order: Sequence[str] = DEFAULT_EVICTION_ORDER,
+                      record: bool = False) -> ContextBundle:
+        """Compile the model input at REV. With record=True the bundle is stored and a
+        ContextBuilt event naming it is appended, so the call can be audited later."""
+        cfg = self.store.session(self.session).config
+        budget = int(budget if budget is not None else cfg.get("context_window", 200_000))
+        reserved = int(reserved_output if reserved_output is not None else
+                       min(cfg.get("reserved_output", 0), budget // 4))
+        state = self.project_state(rev)
+        hist, compaction, comp_event = self.history(rev)
+        cands = candidates_from_history(
+            state, hist, system_prompt=system_prompt, tools=tools,
+            summary=compaction.summary if compaction else None,
+            summary_sources=(comp_event, *([compaction.first_event] if compaction else []))
+            if compaction else (), tokenizer=self.tokenizer)
+        cands.extend(extra)
+        bundle = build_context(state, cands, budget, self.tokenizer, eviction_order, reserved)
+        if record:
+            bid = self.store.store.put("bundle", bundle.to_dict())
+            self.append_event("ContextBuilt", "system",
+                              {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
+                               "tokenizer": bundle.tokenizer}, {"bundle_id": bid})
+        return bundle
+
+    def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):
+        """Compaction with provenance, checked before it counts (ctxstore.compaction)."""
+        from .compaction import compact
+
+        return compact(self, rev, policy, **kw)

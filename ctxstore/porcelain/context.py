@@ -1,0 +1,100 @@
+"""State, context, trace, stats and artifacts at a revision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..context import ContextBundle, to_anthropic, to_openai
+from ..errors import BadRevision, InvalidInput, NotFound
+from ..manager import ContextManager
+from ..objects import Artifact
+from ..refs import HEAD, split_branch_ref
+from ..repo import Repository
+from ..revparse import resolve, resolve_event
+from ..state import AgentState, state_diff
+from ..trace import stats as stats_of
+from ..trace import trace as trace_of
+
+FORMATS = ("neutral", "openai", "anthropic")
+
+
+def manager_at(repo: Repository, rev: str | None) -> tuple[ContextManager, str]:
+    """A ContextManager for the session REV belongs to, and REV's event id."""
+    r = resolve(repo, rev or HEAD)
+    eid = resolve_event(repo, rev or HEAD)
+    parts = split_branch_ref(r.ref) if r.ref else None
+    if parts:
+        return ContextManager(repo, parts[0], parts[1]), eid
+    cur = repo.current()
+    sid = cur.session or repo.session_of_event(eid)
+    if not sid:
+        raise BadRevision(f"{rev}: cannot tell which session it belongs to")
+    branches = repo.branches(sid)
+    branch = cur.branch if cur.session == sid else ("main" if "main" in branches else min(branches))
+    return ContextManager(repo, sid, branch), eid
+
+
+def state(repo: Repository, rev: str | None = None) -> AgentState:
+    cm, eid = manager_at(repo, rev)
+    return cm.project_state(eid)
+
+
+def context(repo: Repository, rev: str | None = None, budget: int | None = None,
+            system_prompt: str | None = None, record: bool = False) -> ContextBundle:
+    cm, eid = manager_at(repo, rev)
+    return cm.build_context(eid, budget=budget, system_prompt=system_prompt, record=record)
+
+
+def render_payload(bundle: ContextBundle, fmt: str) -> dict[str, Any]:
+    if fmt == "openai":
+        return to_openai(bundle)
+    if fmt == "anthropic":
+        return to_anthropic(bundle)
+    if fmt == "neutral":
+        return bundle.to_dict()
+    raise InvalidInput(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def _first_parent_history(repo: Repository, eid: str):
+    return list(reversed(list(repo.graph.walk([eid], first_parent=True))))
+
+
+def trace(repo: Repository, rev: str | None = None) -> dict[str, Any]:
+    cm, eid = manager_at(repo, rev)
+    return trace_of(cm.project_state(eid), _first_parent_history(repo, eid))
+
+
+def stats(repo: Repository, rev: str | None = None) -> dict[str, Any]:
+    cm, eid = manager_at(repo, rev)
+    window = int(repo.session(cm.session).config.get("context_window", 0))
+    return stats_of(_first_parent_history(repo, eid), window)
+
+
+def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:
+    return state_diff(state(repo, a), state(repo, b))
+
+
+def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str = "") -> dict:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+    content = repo.store.put_blob(data)
+    art = Artifact(kind, content, len(data), uri=str(p), summary=summary)
+    aid = repo.store.put_object(art)
+    repo.store.flush()
+    return {"artifact": aid, "content": content, "size": len(data)}
+
+
+def cat(repo: Repository, obj: str) -> bytes:
+    """The bytes of a blob, or of the content an artifact names."""
+    oid = repo.store.resolve(obj)
+    value = repo.store.get(oid)
+    if isinstance(value, Artifact):
+        value = repo.store.get(value.content)
+    if isinstance(value, bytes):
+        return value
+    raise NotFound(f"object {oid[:12]} is a {repo.store.type_of(oid)}, not an artifact or blob "
+                   f"(use `ctx show` for structured objects)")
