@@ -4,14 +4,15 @@ tests share (build_repo)."""
 from __future__ import annotations
 
 import pytest
+
 from ctxstore import links
 from ctxstore.errors import ObjectNotFound
 from ctxstore.objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock
 from ctxstore.repo import Repository
 
 
-def build_repo(path, *, events: int = 6,  # events >= 1 title: str = "s", big: bytes | None = None):
-    """A session on disk: prompt, tool call + result with an artifact, response, a compaction,
+def build_repo(path, *, events: int = 6, title: str = "s", big: bytes | None = None):
+    """A session on disk (events >= 1): prompt, tool call + result with an artifact, response, a compaction,
     and a fork branch. Returns (repo, info dict of ids)."""
     repo = Repository.init(path)
     sid, root = repo.new_session(title=title, goal="fix the tests", ts="2026-01-01T00:00:00.000Z",
@@ -36,9 +37,8 @@ def build_repo(path, *, events: int = 6,  # events >= 1 title: str = "s", big: b
                                    {"tool_call_id": "toolu_1", "preview": "xx", "size": 5000},
                                    {"tool_call_id": "toolu_1", "message_id": result,
                                     "artifact_id": art}, ts="2026-01-01T00:00:03.000Z")
-        last = info["result"]
         for i in range(events):
-            last = tx.append("MessageAdded", "agent", {"role": "custom", "text": f"note {i}"},
+            tx.append("MessageAdded", "agent", {"role": "custom", "text": f"note {i}"},
                              ts=f"2026-01-01T00:01:{i % 60:02d}.000Z")
         comp = st.put_object(Compaction(session=sid, first_event=info["prompt"],
                                         last_event=info["result"],

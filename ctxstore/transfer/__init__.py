@@ -1,0 +1,1 @@
+"""Portable session archives: the pack file format (packfile) and importing it (unpack)."""

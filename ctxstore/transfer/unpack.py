@@ -1,0 +1,240 @@
+"""Importing a portable pack: verify everything first, then objects, flush, then refs by CAS.
+
+Order (docs/format.md "Portable packs", import steps):
+
+1. structure: magic, version, trailer checksum, header, record framing (packfile.read_pack);
+2. every body decompressed under size limits, re-hashed against its id, canonical;
+3. connectivity: every ref target and every link of every object is in the pack or, for what a
+   thin pack leaves out, already in the store; every prerequisite is in the store;
+4. ref names are valid `refs/...` names; targets are events; each move is a create or a
+   fast-forward (else refused unless `force`) — decided before anything is written;
+5. objects put (re-compressed by the store), one flush, then each ref moved by CAS.
+
+A failure in 1-4 leaves the store byte-for-byte unchanged. A kill during 5 leaves at most
+unreferenced objects, which gc removes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from .. import codec
+from ..errors import BadPack, CtxError, InvalidRefName, ObjectNotFound, RefConflict
+from ..graph import EventGraph
+from ..refs import HEAD, SESSIONS_PREFIX, check_ref_name
+from ..store.base import ObjectStore
+from .packfile import DEFAULT_LIMITS, BodyReader, Limits, ParsedPack, read_pack, verify_objects
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class RefUpdate:
+    name: str
+    old: str | None
+    new: str
+    action: str  # create | fast-forward | unchanged | forced
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "old": self.old, "new": self.new, "action": self.action}
+
+
+@dataclass
+class UnpackResult:
+    path: str
+    objects: int
+    new_objects: int
+    bytes: int
+    refs: list[RefUpdate] = field(default_factory=list)
+    head: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "objects": self.objects, "new_objects": self.new_objects,
+                "bytes": self.bytes, "refs": [r.to_dict() for r in self.refs], "head": self.head}
+
+
+def _bad(pack: ParsedPack, message: str) -> BadPack:
+    return BadPack(f"{pack.path}: {message}; nothing was imported", path=pack.path)
+
+
+def check_ref_names(pack: ParsedPack) -> None:
+    for name in pack.refs:
+        if not isinstance(name, str) or not name.startswith("refs/") or name == HEAD:
+            raise _bad(pack, f"ref name {str(name)[:80]!r} is not under refs/")
+        try:
+            check_ref_name(name)
+        except InvalidRefName as exc:
+            raise _bad(pack, str(exc)) from None
+
+
+def open_verified(path: str, limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None
+                  ) -> tuple[ParsedPack, dict[str, list[str]]]:
+    """Steps 1-2 plus ref names and the pack's own connectivity: (pack, {id: references}).
+
+    For a full pack every link must resolve inside the pack; a thin pack may name objects
+    outside it (the importing store must have them, which `unpack` checks).
+    """
+    pack = read_pack(path, limits)
+    try:
+        check_ref_names(pack)
+        cb = None if progress is None else (lambda n: progress("verify", n, len(pack.records)))
+        links = verify_objects(pack, cb)
+        if not pack.prerequisites:
+            for name, target in pack.refs.items():
+                if target not in links:
+                    raise _bad(pack, f"ref {name} names {target}, which the pack does not carry")
+            for obj_id, refs in links.items():
+                for ref in refs:
+                    if ref not in links:
+                        raise _bad(pack, f"object {obj_id} names {ref}, which the pack does "
+                                         f"not carry (missing object)")
+        for name, target in pack.refs.items():
+            info = pack.by_id.get(target)
+            if info is not None and info.type != "event":
+                raise _bad(pack, f"ref {name} names a {info.type}, not an event")
+        return pack, links
+    except BaseException:
+        pack.close()
+        raise
+
+
+class _Overlay(ObjectStore):
+    """The store as it would be after the import: pack bodies first, then the store."""
+
+    def __init__(self, store: ObjectStore, pack: ParsedPack, reader: BodyReader) -> None:
+        self.store, self.pack, self.reader = store, pack, reader
+
+    def get_raw(self, obj_id: str) -> tuple[str, bytes]:
+        info = self.pack.by_id.get(obj_id)
+        if info is not None:
+            return info.type, self.reader.body(info)
+        return self.store.get_raw(obj_id)
+
+    def __contains__(self, obj_id: object) -> bool:
+        return obj_id in self.pack.by_id or obj_id in self.store
+
+    def __iter__(self) -> Iterator[str]:  # pragma: no cover - not needed by the import
+        raise NotImplementedError
+
+    def ids_with_prefix(self, prefix: str) -> Iterator[str]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _store_body(self, obj_id: str, type_name: str, body: bytes) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+def plan_refs(repo, pack: ParsedPack, overlay: ObjectStore, force: bool) -> list[RefUpdate]:
+    """How each ref would move; RefConflict for a non-fast-forward without `force`."""
+    graph = EventGraph(overlay)
+    plan = []
+    for name, new in sorted(pack.refs.items()):
+        old = repo.refs.read(name)
+        if old is None:
+            action = "create"
+        elif old == new:
+            action = "unchanged"
+        elif graph.is_ancestor(old, new):
+            action = "fast-forward"
+        elif force:
+            action = "forced"
+        else:
+            raise RefConflict(f"ref {name} is at {old[:12]}, and {new[:12]} from the pack does not "
+                              f"descend from it (non-fast-forward); nothing was imported — use "
+                              f"--force to move it anyway", ref=name, expected=old, actual=new)
+        plan.append(RefUpdate(name, old, new, action))
+    return plan
+
+
+def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIMITS,
+           progress: Progress | None = None, actor: str = "ctx") -> UnpackResult:
+    """Import a pack into `repo`; see the module docstring for the order of steps."""
+    pack, links = open_verified(path, limits, progress)
+    try:
+        store = repo.store
+        for pre in pack.prerequisites:
+            if pre not in store:
+                raise _bad(pack, f"thin pack needs {pre}, which this store lacks (unpack the "
+                                 f"pack it was made against first)")
+        for name, target in pack.refs.items():
+            if target not in links and target not in store:
+                raise _bad(pack, f"ref {name} names {target}, found neither in the pack nor in "
+                                 f"the store")
+        for obj_id, refs in links.items():
+            for ref in refs:
+                if ref not in links and ref not in store:
+                    raise _bad(pack, f"object {obj_id} names {ref}, found neither in the pack "
+                                     f"nor in the store (missing object)")
+        reader = BodyReader(pack)
+        overlay = _Overlay(store, pack, reader)
+        for name, target in pack.refs.items():
+            if target not in pack.by_id and overlay.type_of(target) != "event":
+                raise _bad(pack, f"ref {name} names {target[:12]}, which is not an event")
+        try:
+            plan = plan_refs(repo, pack, overlay, force)
+        except ObjectNotFound as exc:
+            raise _bad(pack, f"history needed to check a ref is missing: {exc}") from None
+        new = 0
+        total = len(pack.records)
+        for n, info in enumerate(pack.records, 1):
+            if info.id not in store:
+                store.put_body(info.type, reader.body(info), obj_id=info.id)
+                new += 1
+            if progress is not None and (n % 1000 == 0 or n == total):
+                progress("import", n, total)
+        store.flush()
+        label = os.path.basename(path)
+        for upd in plan:
+            if upd.action != "unchanged":
+                repo.refs.set_if_equals(upd.name, upd.old, upd.new, actor=actor,
+                                        message=f"unpack {label}: {upd.action}")
+        head = _maybe_set_head(repo, plan, actor)
+        return UnpackResult(path, total, new, pack.size, plan, head)
+    finally:
+        pack.close()
+
+
+def _maybe_set_head(repo, plan: list[RefUpdate], actor: str) -> str | None:
+    """In a store with no HEAD yet, point HEAD at the first imported `main` branch (or ref)."""
+    head = repo.refs.read_head()
+    if head.ref is not None or head.target is not None or not plan:
+        return None
+    names = [u.name for u in plan if u.name.startswith(SESSIONS_PREFIX)] or [plan[0].name]
+    mains = [n for n in names if n.endswith("/main")]
+    ref = (mains or names)[0]
+    try:
+        repo.refs.set_head_symbolic(ref, actor=actor, message="unpack: first branch")
+    except CtxError:
+        return None
+    return ref
+
+
+def list_pack(path: str, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """Header and object list of a pack, after its structure (not its bodies) is checked."""
+    pack = read_pack(path, limits)
+    try:
+        return {"path": path, "version": pack.version, "capabilities": pack.capabilities,
+                "refs": pack.refs, "prerequisites": pack.prerequisites, "dicts": pack.dicts,
+                "bytes": pack.size, "raw_bytes": pack.raw_size, "checksum": pack.checksum,
+                "objects": [{"id": r.id, "type": r.type, "size": r.raw_len,
+                             "stored": r.stored_len} for r in pack.records]}
+    finally:
+        pack.close()
+
+
+def verify_pack(path: str, limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None) -> dict:
+    """Everything `unpack` checks that does not need a store; raises BadPack."""
+    pack, links = open_verified(path, limits, progress)
+    try:
+        types: dict[str, int] = {}
+        for r in pack.records:
+            types[r.type] = types.get(r.type, 0) + 1
+        external = sorted({ref for refs in links.values() for ref in refs if ref not in links})
+        return {"path": path, "ok": True, "objects": len(pack.records), "bytes": pack.size,
+                "raw_bytes": pack.raw_size, "types": dict(sorted(types.items())),
+                "refs": pack.refs, "prerequisites": pack.prerequisites,
+                "external": len(external), "checksum": pack.checksum,
+                "id_scheme": codec.ID_SCHEME.decode()}
+    finally:
+        pack.close()
