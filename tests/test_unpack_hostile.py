@@ -1,0 +1,194 @@
+"""Hostile and broken packs are refused with BadPack and the store left byte-for-byte unchanged."""
+
+from __future__ import annotations
+
+import struct
+
+import blake3
+import pytest
+import zstandard
+
+from ctxstore import codec
+from ctxstore.errors import BadPack
+from ctxstore.porcelain import transfer
+from ctxstore.repo import Repository
+from ctxstore.transfer import packfile
+from ctxstore.transfer.packfile import Limits
+from tests.clitools import store_files
+from tests.test_links import build_repo
+
+HEADER = {"capabilities": ["zstd"], "dicts": [], "objects": 0, "prerequisites": [], "refs": {}}
+
+
+def _record(type_name: str, value, obj_id: str | None = None, raw_len: int | None = None,
+            payload: bytes | None = None, comp: int = codec.COMP_NONE) -> tuple[str, bytes]:
+    oid, body = codec.encode_object(type_name, value)
+    oid = obj_id or oid
+    payload = body if payload is None else payload
+    return oid, codec.encode_record(oid, type_name, payload, comp, 0,
+                                    len(body) if raw_len is None else raw_len)
+
+
+def _event(parents=(), text="x"):
+    return {"type": "MessageAdded", "actor": "agent", "payload": {"text": text},
+            "parents": list(parents), "generation": len(parents) + 1, "ts": "", "causality": {}}
+
+
+def _pack(records: list[tuple[str, bytes]], refs: dict | None = None, **header) -> bytes:
+    records = sorted(records)
+    h = dict(HEADER, objects=len(records), refs=refs or {})
+    h.update(header)
+    return packfile.frame(h, [r for _, r in records])
+
+
+def _retrailer(data: bytes) -> bytes:
+    body = data[:-32]
+    return body + blake3.blake3(body).digest()
+
+
+@pytest.fixture
+def dst(tmp_path):
+    repo, _ = build_repo(tmp_path / "dst")
+    repo.close()
+    return Repository.open(tmp_path / "dst")
+
+
+@pytest.fixture
+def good(tmp_path):
+    src, _ = build_repo(tmp_path / "src", title="other")
+    out = tmp_path / "good.pack"
+    transfer.pack(src, str(out), all_refs=True)
+    src.close()
+    return out.read_bytes()
+
+
+def _refused(tmp_path, dst, data: bytes, match: str, limits: Limits | None = None):
+    path = tmp_path / "hostile.pack"
+    path.write_bytes(data)
+    before = store_files(tmp_path / "dst")
+    with pytest.raises(BadPack, match=match):
+        if limits is None:
+            transfer.unpack(dst, str(path))
+        else:
+            transfer.unpack(dst, str(path), limits=limits)
+    dst.store.flush()
+    assert store_files(tmp_path / "dst") == before
+
+
+def test_good_pack_is_accepted(tmp_path, dst, good):
+    (tmp_path / "ok.pack").write_bytes(good)
+    transfer.unpack(dst, str(tmp_path / "ok.pack"))
+
+
+def test_wrong_magic(tmp_path, dst, good):
+    _refused(tmp_path, dst, b"GARBAGE!" + good[8:], "bad magic")
+
+
+def test_wrong_version(tmp_path, dst, good):
+    data = good[:8] + struct.pack("<I", 99) + good[12:]
+    _refused(tmp_path, dst, _retrailer(data), "unsupported pack version 99")
+
+
+@pytest.mark.parametrize("keep", [0, 5, 20, -1, -33, -200])
+def test_truncated(tmp_path, dst, good, keep):
+    _refused(tmp_path, dst, good[:keep], "truncated|checksum trailer")
+
+
+def test_bad_trailer_and_flipped_byte(tmp_path, dst, good):
+    _refused(tmp_path, dst, good[:-1] + bytes([good[-1] ^ 1]), "checksum trailer")
+    mid = len(good) // 2
+    _refused(tmp_path, dst, good[:mid] + bytes([good[mid] ^ 0x40]) + good[mid + 1:],
+             "checksum trailer")
+
+
+def test_object_that_does_not_hash_to_its_id(tmp_path, dst):
+    eid, _ = _record("event", _event())
+    liar = _record("event", _event(text="evil"), obj_id=eid)
+    data = _pack([liar], refs={"refs/sessions/x/main": eid})
+    _refused(tmp_path, dst, data, "hashes to")
+
+
+def test_declared_size_over_limit_is_a_bomb(tmp_path, dst):
+    big = b"\0" * (4 << 20)
+    payload = zstandard.ZstdCompressor().compress(big)
+    rec = _record("blob", big, payload=payload, comp=codec.COMP_ZSTD)
+    _refused(tmp_path, dst, _pack([rec]), "decompression bomb",
+             limits=Limits(max_object=1 << 20))
+    _refused(tmp_path, dst, _pack([rec]), "decompression bomb",
+             limits=Limits(max_total=1 << 20))
+
+
+def test_frame_larger_than_declared_is_a_bomb(tmp_path, dst):
+    big = b"\0" * (64 << 20)
+    payload = zstandard.ZstdCompressor().compress(big)
+    oid = codec.compute_id("blob", b"small")
+    rec = (oid, codec.encode_record(oid, "blob", payload, codec.COMP_ZSTD, 0, 5))
+    _refused(tmp_path, dst, _pack([rec]), "frame declares")
+
+
+def test_absurd_lengths(tmp_path, dst, good):
+    head_len = struct.unpack_from("<I", good, 12)[0]
+    data = good[:12] + struct.pack("<I", 1 << 31) + good[16:]
+    _refused(tmp_path, dst, _retrailer(data), "absurd header length")
+    _refused(tmp_path, dst, _pack([], objects=10**12), "room for at most")
+    rec = _record("event", _event())
+    _refused(tmp_path, dst, _pack([rec], objects=3), "declares 3 objects")
+    # a record whose stored length runs past the end of the file
+    oid, raw = rec
+    bad = raw[:16] + struct.pack("<I", 1 << 30) + raw[20:]  # the stored-length field
+    assert head_len > 0
+    _refused(tmp_path, dst, _pack([(oid, bad)]), "bad object record|runs into")
+
+
+def test_duplicate_objects(tmp_path, dst):
+    rec = _record("event", _event())
+    _refused(tmp_path, dst, _pack([rec, rec]), "duplicate object")
+
+
+def test_missing_parent(tmp_path, dst):
+    ghost = "e" * 64
+    child = _record("event", _event(parents=[ghost]))
+    _refused(tmp_path, dst, _pack([child], refs={"refs/sessions/x/main": child[0]}),
+             "missing object")
+    # and a ref naming an object that is nowhere
+    _refused(tmp_path, dst, _pack([], refs={"refs/sessions/x/main": ghost}), "does not carry")
+
+
+@pytest.mark.parametrize("name", ["refs/sessions/../../evil", "/etc/passwd", "refs/a\x01b",
+                                  "HEAD", "refs/x/.hidden", "refs/a b", "config.json",
+                                  "refs/sessions/x/main.lock"])
+def test_bad_ref_names(tmp_path, dst, name):
+    rec = _record("event", _event())
+    _refused(tmp_path, dst, _pack([rec], refs={name: rec[0]}), "ref name|not under refs")
+
+
+def test_ref_to_a_non_event(tmp_path, dst):
+    rec = _record("blob", b"hello")
+    _refused(tmp_path, dst, _pack([rec], refs={"refs/sessions/x/main": rec[0]}), "not an event")
+
+
+def test_thin_pack_without_prerequisites(tmp_path, dst):
+    base = "d" * 64
+    child = _record("event", _event(parents=[base]))
+    data = _pack([child], refs={"refs/sessions/x/main": child[0]}, prerequisites=[base],
+                 capabilities=["thin", "zstd"])
+    _refused(tmp_path, dst, data, "thin pack needs")
+
+
+def test_unknown_capability_and_header_shape(tmp_path, dst):
+    _refused(tmp_path, dst, _pack([], capabilities=["zstd", "teleport"]), "teleport")
+    _refused(tmp_path, dst, _pack([], extra=1), "exactly the keys")
+    _refused(tmp_path, dst, _pack([], refs={"refs/x": "nothex"}), "not an object id")
+
+
+def test_records_out_of_order(tmp_path, dst):
+    a, b = _record("blob", b"a"), _record("blob", b"b")
+    recs = sorted([a, b])
+    data = packfile.frame(dict(HEADER, objects=2), [recs[1][1], recs[0][1]])
+    _refused(tmp_path, dst, data, "out of order")
+
+
+def test_damaged_record_crc(tmp_path, dst):
+    oid, raw = _record("blob", b"payload bytes")
+    raw = raw[:-1] + bytes([raw[-1] ^ 1])
+    _refused(tmp_path, dst, _pack([(oid, raw)]), "checksum mismatch")
