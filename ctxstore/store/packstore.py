@@ -212,6 +212,12 @@ class PackStore(ObjectStore):
         self._writer.seal()
         self._maybe_consolidate()
 
+    def seal_active(self) -> None:
+        """Seal this process's active pack, if any (gc: so it can be rewritten); the next put
+        starts or takes over another."""
+        if self._writer is not None and self._writer.pack is not None:
+            self._seal()
+
     def _maybe_consolidate(self) -> None:
         if sum(1 for p in self._packs.values() if p.sealed) > self.max_packs:
             consolidate(self.packs_dir, self.max_packs)
