@@ -1,0 +1,222 @@
+"""Maintenance: gc (mark from refs, HEAD and reflogs, rewrite live objects), reflog expire, fsck."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .. import codec, links
+from ..errors import CtxError, InvalidInput, Unsupported
+from ..refs import ReflogEntry
+from ..repo import Repository
+
+Progress = Callable[[str, int, int], None]
+
+DAY = 86400
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": DAY, "week": 7 * DAY,
+          "month": 30 * DAY, "year": 365 * DAY}
+_AGO = re.compile(r"^(\d+)[. ]?(second|minute|hour|day|week|month|year)s?([. ]ago)?$")
+DEFAULT_PRUNE = "2.weeks.ago"
+DEFAULT_EXPIRE = "90.days.ago"
+DEFAULT_EXPIRE_UNREACHABLE = "30.days.ago"
+
+
+def parse_time(text: str, now: float | None = None) -> float | None:
+    """A cutoff as unix seconds from git-like text: `now`, `never` (None), `N.units.ago`,
+    or an ISO date / date-time (UTC if no zone)."""
+    now = time.time() if now is None else now
+    t = text.strip().lower()
+    if t == "now":
+        return now
+    if t in ("never", "false"):
+        return None
+    m = _AGO.match(t)
+    if m:
+        return now - int(m.group(1)) * _UNITS[m.group(2)]
+    try:
+        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"cannot read time {text!r}: use now, never, N.days.ago, "
+                           f"2.weeks.ago or an ISO date") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reflogs
+# ---------------------------------------------------------------------------------------------
+
+def reflog_names(repo: Repository) -> list[str]:
+    """Every ref that has a reflog (HEAD and refs/..., including deleted refs' logs)."""
+    refs = repo.refs
+    logs = getattr(refs, "_logs", None)
+    if isinstance(logs, dict):  # MemoryRefs
+        return sorted(logs)
+    root = Path(getattr(refs, "root", "")) / "logs"
+    names: set[str] = set()
+    if root.is_dir():
+        for dirpath, _dirs, files in os.walk(root):
+            for fn in files:
+                if not fn.endswith(".lock"):
+                    names.add((Path(dirpath) / fn).relative_to(root).as_posix())
+    return sorted(names)
+
+
+@dataclass
+class ExpireResult:
+    refs: dict[str, dict[str, int]] = field(default_factory=dict)  # name -> {kept, expired}
+    expired: int = 0
+    kept: int = 0
+    dry_run: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _expire_plan(repo: Repository, name: str, expire: float | None,
+                 expire_unreachable: float | None) -> tuple[list[ReflogEntry], list[ReflogEntry]]:
+    entries = repo.refs.reflog(name)
+    tip = repo.refs.read(name)
+    keep = []
+    for e in entries:
+        ts = e.ts_ms / 1000
+        if expire is not None and ts < expire:
+            continue
+        if expire_unreachable is not None and ts < expire_unreachable and not _on_tip(repo, e, tip):
+            continue
+        keep.append(e)
+    return entries, keep
+
+
+def _on_tip(repo: Repository, e: ReflogEntry, tip: str | None) -> bool:
+    if e.new is None or tip is None:
+        return False
+    try:
+        return repo.graph.is_ancestor(e.new, tip)
+    except CtxError:  # the event is gone or not an event: not on the tip
+        return False
+
+
+def reflog_expire(repo: Repository, *, expire: str = DEFAULT_EXPIRE,
+                  expire_unreachable: str = DEFAULT_EXPIRE_UNREACHABLE, dry_run: bool = False,
+                  refs: list[str] | None = None, now: float | None = None) -> ExpireResult:
+    """Drop reflog entries older than `expire`, and those older than `expire_unreachable` whose
+    event is not reachable from the ref's current tip (git's defaults: 90 and 30 days)."""
+    cut = parse_time(expire, now)
+    cut_unreach = parse_time(expire_unreachable, now)
+    res = ExpireResult(dry_run=dry_run)
+    for name in refs or reflog_names(repo):
+        entries, keep = _expire_plan(repo, name, cut, cut_unreach)
+        n_exp = len(entries) - len(keep)
+        res.refs[name] = {"kept": len(keep), "expired": n_exp}
+        res.expired += n_exp
+        res.kept += len(keep)
+        if n_exp and not dry_run:
+            repo.refs.replace_reflog(name, keep)
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# Roots and gc
+# ---------------------------------------------------------------------------------------------
+
+def roots(repo: Repository, *, now: float | None = None, expire: str = DEFAULT_EXPIRE,
+          expire_unreachable: str = DEFAULT_EXPIRE_UNREACHABLE) -> set[str]:
+    """What gc keeps alive: every ref, HEAD, and every reflog entry that has not expired."""
+    out = {tip for _, tip in repo.refs.iter_refs("refs/")}
+    head = repo.refs.read_head().target
+    if head:
+        out.add(head)
+    cut = parse_time(expire, now)
+    cut_unreach = parse_time(expire_unreachable, now)
+    for name in reflog_names(repo):
+        _, keep = _expire_plan(repo, name, cut, cut_unreach)
+        for e in keep:
+            out.update(v for v in (e.old, e.new) if v)
+    return out
+
+
+def _snapshot_roots(repo: Repository, live: set[str]) -> set[str]:
+    """Cached state snapshots of live events (derived data, but cheap to keep)."""
+    base = Path(repo.path or "") / "cache" / "snapshots"
+    out: set[str] = set()
+    if repo.path is None or not base.is_dir():
+        return out
+    for sub in base.iterdir():
+        for entry in sub.iterdir() if sub.is_dir() else ():
+            if entry.name in live:
+                try:
+                    value = entry.read_text().strip()
+                except OSError:
+                    continue
+                if codec.is_full_id(value):
+                    out.add(value)
+    return out
+
+
+@dataclass
+class GcResult:
+    dry_run: bool
+    prune: str
+    roots: int
+    live: int
+    missing: list[str]
+    objects_before: int
+    objects_removed: int
+    packs_before: int
+    packs_after: int
+    bytes_before: int
+    bytes_after: int
+    kept_packs: int
+    reflog_expired: int
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
+       expire: str = DEFAULT_EXPIRE, expire_unreachable: str = DEFAULT_EXPIRE_UNREACHABLE,
+       progress: Progress | None = None, step: Callable[[str], None] | None = None,
+       now: float | None = None) -> GcResult:
+    """Expire reflogs, mark everything reachable, rewrite the live objects, delete old packs.
+
+    `prune`: packs last written after this time are kept whole (default 2 weeks). Objects a
+    missing link names are reported, never a reason to stop: gc never deletes what is live.
+    """
+    from ..store.packstore import PackStore
+    from ..store.repack import RepackLock, dictionary_ids, repack
+
+    store = repo.store
+    if not isinstance(store, PackStore):
+        raise Unsupported("gc needs an on-disk store")
+    start = time.perf_counter()
+    now = time.time() if now is None else now
+    cutoff = parse_time(prune, now)
+    if cutoff is None:  # --prune=never: nothing is old enough
+        cutoff = float("-inf")
+    store.flush()
+    with RepackLock(store.packs_dir):
+        expired = reflog_expire(repo, expire=expire, expire_unreachable=expire_unreachable,
+                                dry_run=dry_run, now=now).expired
+        if step:
+            step("reflogs-expired")
+        root_ids = roots(repo, now=now, expire=expire, expire_unreachable=expire_unreachable)
+        root_ids.update(dictionary_ids(store))
+        missing: dict[str, str] = {}
+        cb = None if progress is None else (lambda n: progress("mark", n, 0))
+        live = links.reachable(store, sorted(root_ids), missing=missing, progress=cb)
+        live |= _snapshot_roots(repo, live)
+        if step:
+            step("marked")
+        res = repack(store, live, cutoff, dry_run=dry_run, step=step)
+    return GcResult(dry_run, prune, len(root_ids), len(live), sorted(missing), res.objects_before,
+                    res.objects_removed, res.packs_before, res.packs_after, res.bytes_before,
+                    res.bytes_after, len(res.kept_packs), expired,
+                    round(time.perf_counter() - start, 3))

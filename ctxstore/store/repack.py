@@ -1,0 +1,320 @@
+"""Rewriting a PackStore's packs so that only live objects remain (the back half of gc).
+
+The caller decides what is live (ctxstore.links.reachable from refs, HEAD and reflogs); this
+module only moves records. It reads PackStore internals (pack list, indexes, record framing)
+and never changes them in place:
+
+1. take `packs/consolidate.lock` (no consolidation or other gc runs meanwhile);
+2. seal idle active packs (no writer holds their flock), as a writer seals orphans;
+3. candidates = sealed packs last written before the prune cutoff; newer packs and packs a
+   writer holds are kept whole (the grace period protects objects not yet named by a ref);
+4. copy each live record of the candidates, byte for byte after its crc and id are checked,
+   into one new pack: written as tmp, fdatasync'd, renamed; its index made durable; dir fsync;
+5. only then delete the candidates, each pack file before its index.
+
+A kill anywhere leaves every live object in at least one sealed pack (old or new, maybe both:
+readers tolerate duplicates). A candidate with a damaged record is left as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Container
+from dataclasses import dataclass, field
+
+from .. import codec
+from ..errors import CorruptObject, LockHeld
+from ..lockfile import fsync_dir, write_file_atomically
+from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
+from .packconsolidate import LOCK_NAME
+from .packindex import build_index
+from .packstore import PackStore
+from .packwriter import recover, seal
+from .writerlock import open_locked, try_lock
+
+_CHUNK = 1 << 20
+Step = Callable[[str], None]
+
+
+@dataclass
+class RepackResult:
+    packs_before: int = 0
+    packs_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    objects_before: int = 0
+    objects_kept: int = 0  # records copied into the new pack
+    objects_removed: int = 0
+    kept_packs: list[str] = field(default_factory=list)  # too new, active, or damaged
+    removed_packs: list[str] = field(default_factory=list)
+    new_pack: str | None = None
+
+
+def store_bytes(packs_dir: str) -> int:
+    total = 0
+    for name in os.listdir(packs_dir):
+        if name.endswith((PACK_SUFFIX, IDX_SUFFIX)):
+            try:
+                total += os.stat(os.path.join(packs_dir, name)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def dictionary_ids(store: PackStore) -> list[str]:
+    """The zdict objects named in the store's `dicts` file: always live (records need them)."""
+    return sorted(store._read_dicts().values())
+
+
+class RepackLock:
+    """The flock consolidation takes; gc holds it from marking to the last delete."""
+
+    def __init__(self, packs_dir: str) -> None:
+        self.path = os.path.join(packs_dir, LOCK_NAME)
+        self.fd: int | None = None
+
+    def __enter__(self) -> RepackLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not try_lock(fd):
+            os.close(fd)
+            raise LockHeld(f"another gc or pack consolidation is running ({self.path} is locked)")
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def seal_idle(packs_dir: str) -> list[str]:
+    """Seal every active pack that no writer holds; returns their paths."""
+    sealed = []
+    for name in sorted(os.listdir(packs_dir)):
+        if not (name.startswith(PREFIX) and name.endswith(PACK_SUFFIX)):
+            continue
+        path = os.path.join(packs_dir, name)
+        idx = path[:-len(PACK_SUFFIX)] + IDX_SUFFIX
+        if os.path.exists(idx):
+            continue
+        fd = open_locked(path)
+        if fd is None:
+            continue
+        try:
+            if os.path.exists(idx):
+                continue
+            found = recover(fd, path)
+            if found is None:  # damaged in the middle: left for fsck
+                continue
+            pack = Pack(path, sealed=False)
+            pack.offsets, pack.scanned = found
+            seal(fd, pack, pack.scanned)
+            pack.close()
+            sealed.append(path)
+        finally:
+            os.close(fd)
+    return sealed
+
+
+def remove_stale_temps(packs_dir: str, age: float = 3600.0) -> list[str]:
+    """Delete `tmp-*` files a killed gc or consolidation left, once they are `age` seconds old
+    (a writer's own tmp file lives for milliseconds before its rename)."""
+    removed = []
+    limit = time.time() - age
+    for name in os.listdir(packs_dir):
+        if name.startswith("tmp-"):
+            path = os.path.join(packs_dir, name)
+            try:
+                if os.stat(path).st_mtime < limit:
+                    os.unlink(path)
+                    removed.append(path)
+            except FileNotFoundError:
+                continue
+    return removed
+
+
+def _sealed(packs_dir: str) -> list[tuple[str, float]]:
+    names = set(os.listdir(packs_dir))
+    out = []
+    for name in sorted(names):
+        if name.startswith(PREFIX) and name.endswith(PACK_SUFFIX) \
+                and name[:-len(PACK_SUFFIX)] + IDX_SUFFIX in names:
+            path = os.path.join(packs_dir, name)
+            try:
+                out.append((path, os.stat(path).st_mtime))
+            except FileNotFoundError:
+                continue
+    return out
+
+
+def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bool = False,
+           step: Step | None = None) -> RepackResult:
+    """Keep only `live` objects of the packs last written before `cutoff` (unix time).
+
+    The caller holds a RepackLock. `step(name)` is called after each durable step (tests kill
+    the process there).
+    """
+    packs_dir = store.packs_dir
+    res = RepackResult(bytes_before=store_bytes(packs_dir))
+    note = step or (lambda _name: None)
+    if not dry_run:
+        store.seal_active()
+        seal_idle(packs_dir)
+        remove_stale_temps(packs_dir)
+        note("sealed")
+    all_names = [n for n in os.listdir(packs_dir) if n.endswith(PACK_SUFFIX) and n.startswith(PREFIX)]
+    res.packs_before = len(all_names)
+    sealed = _sealed(packs_dir)
+    sealed_paths = {p for p, _ in sealed}
+    res.kept_packs = sorted(os.path.join(packs_dir, n) for n in all_names
+                            if os.path.join(packs_dir, n) not in sealed_paths)
+    candidates = [p for p, mtime in sealed if mtime < cutoff]
+    res.kept_packs += [p for p, mtime in sealed if mtime >= cutoff]
+    kept = [Pack(p, sealed=True) for p in res.kept_packs if p in sealed_paths]
+    try:
+        if dry_run:
+            old_active = [p for p in res.kept_packs if p not in sealed_paths
+                          and _mtime(p) < cutoff]
+            _estimate(candidates, old_active, res, live)
+        else:
+            _rewrite(packs_dir, candidates, kept, live, res, note)
+    finally:
+        for pack in kept:
+            pack.close()
+    res.bytes_after = res.bytes_before if dry_run else store_bytes(packs_dir)
+    res.packs_after = res.packs_before - len(res.removed_packs) + (1 if res.new_pack else 0)
+    return res
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except FileNotFoundError:
+        return float("inf")
+
+
+def _in_kept(kept: list[Pack], raw: bytes) -> bool:
+    for pack in kept:
+        try:
+            if pack.index.find(raw) >= 0:
+                return True
+        except (CorruptObject, OSError):
+            continue
+    return False
+
+
+def _estimate(candidates: list[str], active: list[str], res: RepackResult,
+              live: Container[str]) -> None:
+    """Dry run: count what a rewrite of `candidates` and old active packs would drop."""
+    for path in [*candidates, *active]:
+        pack = Pack(path, sealed=path in candidates)
+        try:
+            if not pack.sealed:
+                pack.refresh()
+            ids = list(pack.ids())
+        except (CorruptObject, OSError):
+            continue
+        finally:
+            pack.close()
+        res.objects_before += len(ids)
+        res.objects_removed += sum(1 for i in ids if i not in live)
+        res.removed_packs.append(path)
+
+
+def _rewrite(packs_dir: str, candidates: list[str], kept: list[Pack], live: Container[str],
+             res: RepackResult, note: Step) -> None:
+    name = PREFIX + os.urandom(20).hex()
+    tmp = os.path.join(packs_dir, f"tmp-{name}{PACK_SUFFIX}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    written: dict[bytes, int] = {}
+    merged: list[str] = []
+    dead = 0
+    try:
+        pos = _write(fd, HEADER)
+        for path in candidates:
+            pack = Pack(path, sealed=True)
+            try:
+                out = _copy(pack, fd, pos, written, live, kept)
+            finally:
+                pack.close()
+            if out is None:
+                res.kept_packs.append(path)
+                continue
+            pos, n_total, n_dead = out
+            res.objects_before += n_total
+            dead += n_dead
+            merged.append(path)
+        os.fdatasync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    if not merged or (dead == 0 and len(merged) == 1):
+        os.unlink(tmp)  # nothing to gain
+        res.kept_packs += merged
+        return
+    res.objects_removed, res.objects_kept = dead, len(written)
+    final = os.path.join(packs_dir, name + PACK_SUFFIX)
+    if written:
+        os.rename(tmp, final)
+        note("pack-written")
+        write_file_atomically(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX,
+                              build_index(list(written.items()), pos))
+        fsync_dir(packs_dir)
+        res.new_pack = final
+        note("index-written")
+    else:
+        os.unlink(tmp)
+    for path in merged:
+        os.unlink(path)
+        os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+        res.removed_packs.append(path)
+        note("pack-deleted")
+    fsync_dir(packs_dir)
+
+
+def _copy(pack: Pack, fd: int, pos: int, written: dict[bytes, int], live: Container[str],
+          kept: list[Pack]) -> tuple[int, int, int] | None:
+    """Append the live records of `pack`; (new end, records seen, records dropped), or None if
+    the pack is damaged (then nothing of it is copied and the caller keeps it)."""
+    start, added, buf, buffered, total, dead = pos, [], [], 0, 0, 0
+    try:
+        data = pack.data()
+        for raw, off in sorted(pack.index.entries(), key=lambda e: e[1]):
+            total += 1
+            hex_id = raw.hex()
+            if hex_id not in live:
+                dead += 1
+                continue
+            if raw in written or _in_kept(kept, raw):
+                continue
+            info = codec.read_record_header(data, off, pack.where)
+            codec.record_payload(data, info, pack.where)
+            if info.id != hex_id:
+                raise CorruptObject(f"index and record disagree at offset {off}{pack.where}")
+            written[raw] = pos
+            added.append(raw)
+            pos += info.size
+            buf.append(data[off:off + info.size])
+            buffered += info.size
+            if buffered >= _CHUNK:
+                _write(fd, b"".join(buf))
+                buf, buffered = [], 0
+        _write(fd, b"".join(buf))
+        return pos, total, dead
+    except (CorruptObject, FileNotFoundError):
+        for raw in added:
+            del written[raw]
+        os.ftruncate(fd, start)
+        os.lseek(fd, start, os.SEEK_SET)
+        return None
+
+
+def _write(fd: int, data: bytes) -> int:
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        done += os.write(fd, view[done:])
+    return done
