@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import codec
-from .errors import ObjectNotFound
+from .errors import CorruptObject, ObjectNotFound
 
 #: Event payload keys whose values name objects (a string or a list of strings).
 EVENT_PAYLOAD_LINKS = ("session", "memory_id", "evidence_refs", "artifact_ref", "artifact_id")
@@ -123,12 +123,14 @@ def object_references(type_name: str, body: bytes) -> list[str]:
 
 def reachable(store, roots: Iterable[str], *, missing: dict[str, str] | None = None,
               stop: Callable[[str], bool] | None = None,
-              progress: Callable[[int], None] | None = None, every: int = 10_000) -> set[str]:
+              progress: Callable[[int], None] | None = None, every: int = 10_000,
+              visit: Callable[[str, str, Any], None] | None = None) -> set[str]:
     """Every id reachable from `roots` through `references`, roots included (iterative).
 
     `missing`: if given, an absent object is recorded there as {missing id: id that named it
     (or "" for a root)} instead of raising ObjectNotFound. `stop(id)`: if true, the id is not
     entered or followed (a thin pack's boundary). `progress(n)` is called every `every` objects.
+    `visit(id, type, decoded value)` sees every object (value None for types naming nothing).
     """
     seen: set[str] = set()
     stack: list[tuple[str, str]] = []
@@ -152,8 +154,19 @@ def reachable(store, roots: Iterable[str], *, missing: dict[str, str] | None = N
         if progress is not None and n % every == 0:
             progress(n)
         if type_name not in _WALKERS:
+            if visit is not None:
+                visit(obj_id, type_name, None)
             continue
-        for ref in references(type_name, codec.unpack_value(body)):
+        try:
+            value = codec.unpack_value(body)
+        except CorruptObject:
+            if missing is None:
+                raise
+            missing.setdefault(obj_id, named_by)  # unreadable counts as absent
+            continue
+        if visit is not None:
+            visit(obj_id, type_name, value)
+        for ref in references(type_name, value):
             if ref not in seen and (stop is None or not stop(ref)):
                 seen.add(ref)
                 stack.append((ref, obj_id))

@@ -1,0 +1,261 @@
+"""Repository-level fsck: refs, reflogs, connectivity, generations and the seed's invariants.
+
+The store-level verifier (ctxstore.store.fsck) re-reads every record of every pack; this module
+adds what only the object graph can tell, walking once from every ref, HEAD and reflog entry
+with ctxstore.links (the same walk pack and gc use):
+
+- every ref and reflog entry names an existing event;
+- every link resolves (parents, messages, artifacts, artifact content, chunks, compaction
+  ranges, snapshots, sessions): a missing object is reported with the id that names it;
+- each event's generation is max(parent generations) + 1, and its parents are events;
+- every tool result (ToolCallFinished/Failed) has a ToolCallRequested with the same
+  tool_call_id at a lower generation (seed invariant 1);
+- every compaction's first/last/first_kept/source events exist, first_event..last_event is a
+  first-parent range and first_kept's first-parent chain reaches last_event (invariant 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from . import chunking, links
+from .errors import CorruptObject, CtxError, ObjectNotFound
+from .porcelain.maintenance import reflog_names
+from .repo import Repository
+
+Progress = Callable[[str, int, int], None]
+RESULT_TYPES = ("ToolCallFinished", "ToolCallFailed")
+CONTENT_TYPES = ("blob", "chunks")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    kind: str  # ref | reflog | missing | type | generation | tool-pair | compaction | chunks | <store kinds>
+    message: str
+    id: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class _Ev:
+    generation: int
+    parents: tuple[str, ...]
+    type: str
+    call: str | None
+
+
+class _Collector:
+    """What the walk sees, kept small: events' generations and parents, types, compactions."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, str] = {}
+        self.events: dict[str, _Ev] = {}
+        self.compactions: dict[str, dict] = {}
+        self.links: list[tuple[str, str, str]] = []  # (from, to, role) checked for type
+        self.manifests: dict[str, Any] = {}
+
+    def __call__(self, obj_id: str, type_name: str, value: Any) -> None:
+        self.types[obj_id] = type_name
+        if type_name == "event" and isinstance(value, dict):
+            payload = value.get("payload") if isinstance(value.get("payload"), dict) else {}
+            causality = value.get("causality") if isinstance(value.get("causality"), dict) else {}
+            call = causality.get("tool_call_id") or payload.get("tool_call_id")
+            parents = tuple(p for p in value.get("parents") or () if isinstance(p, str))
+            gen = value.get("generation")
+            self.events[obj_id] = _Ev(gen if type(gen) is int else -1, parents,
+                                      str(value.get("type", "")),
+                                      call if isinstance(call, str) else None)
+        elif type_name == "compaction" and isinstance(value, dict):
+            self.compactions[obj_id] = value
+        elif type_name == "artifact" and isinstance(value, dict):
+            content = value.get("content")
+            if isinstance(content, str):
+                self.links.append((obj_id, content, "content"))
+        elif type_name == "chunks":
+            self.manifests[obj_id] = value
+
+
+def check(repo: Repository, *, full: bool = False, progress: Progress | None = None
+          ) -> list[Problem]:
+    """Every problem found (empty list: healthy). `full` adds the store-level record check."""
+    problems: list[Problem] = []
+    if full:
+        problems.extend(_store_problems(repo, progress))
+    roots, ref_targets = _ref_problems(repo, problems)
+    seen = _Collector()
+    missing: dict[str, str] = {}
+    reader = _Reader(repo.store)
+    cb = None if progress is None else (lambda n: progress("connectivity", n, 0))
+    links.reachable(reader, sorted(roots), missing=missing, progress=cb, visit=seen)
+    for obj_id, message in sorted(reader.damaged.items()):
+        missing.pop(obj_id, None)
+        problems.append(Problem("damaged", f"object {obj_id} cannot be read: {message}", obj_id))
+    for obj_id, named_by in sorted(missing.items()):
+        where = f" named by {named_by}" if named_by else " named by a ref or reflog"
+        problems.append(Problem("missing", f"missing or unreadable object {obj_id}{where}",
+                                obj_id))
+    for label, target in ref_targets:
+        t = seen.types.get(target)
+        if t is not None and t != "event":
+            problems.append(Problem("ref", f"{label} names {target}, a {t}, not an event", target))
+    problems.extend(_event_problems(seen))
+    problems.extend(_compaction_problems(seen))
+    problems.extend(_content_problems(seen))
+    return problems
+
+
+class _Reader:
+    """The store as the walk sees it: a damaged object is recorded and treated as absent."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.damaged: dict[str, str] = {}
+
+    def get_raw(self, obj_id: str) -> tuple[str, bytes]:
+        try:
+            return self.store.get_raw(obj_id)
+        except CorruptObject as exc:
+            self.damaged[obj_id] = str(exc)
+            raise ObjectNotFound(str(exc)) from None
+
+
+def _store_problems(repo: Repository, progress: Progress | None) -> Iterator[Problem]:
+    from .store.fsck import verify
+    from .store.packstore import PackStore
+
+    store = repo.store
+    if not isinstance(store, PackStore):
+        return
+    total = sum(p.count() for p in store.packs())
+    cb = None if progress is None else (lambda n: progress("records", n, total))
+    for p in verify(store, cb):
+        yield Problem(p.kind, p.message, p.id)
+
+
+def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], list]:
+    roots: set[str] = set()
+    targets: list[tuple[str, str]] = []
+    try:
+        refs = list(repo.refs.iter_refs("refs/"))
+    except CtxError as exc:
+        problems.append(Problem("ref", f"refs: {exc}"))
+        refs = []
+    for name, target in refs:
+        roots.add(target)
+        targets.append((f"ref {name}", target))
+    try:
+        head = repo.refs.read_head()
+        if head.target:
+            roots.add(head.target)
+            targets.append(("HEAD", head.target))
+    except CtxError as exc:
+        problems.append(Problem("ref", f"HEAD: {exc}"))
+    for name in reflog_names(repo):
+        for i, e in enumerate(reversed(repo.refs.reflog(name))):
+            for v in (e.old, e.new):
+                if v:
+                    roots.add(v)
+                    targets.append((f"reflog {name}@{{{i}}}", v))
+    store = repo.store
+    for label, target in targets:
+        if target not in store:
+            kind = "reflog" if label.startswith("reflog") else "ref"
+            problems.append(Problem(kind, f"{label} names missing object {target}", target))
+    return roots, targets
+
+
+def _event_problems(seen: _Collector) -> Iterator[Problem]:
+    events = seen.events
+    calls: dict[str, int] = {}
+    for ev in events.values():
+        if ev.type == "ToolCallRequested" and ev.call:
+            calls[ev.call] = min(calls.get(ev.call, ev.generation), ev.generation)
+    for eid in sorted(events):
+        ev = events[eid]
+        gens = []
+        for p in ev.parents:
+            pe = events.get(p)
+            if pe is None:
+                t = seen.types.get(p)
+                if t is not None:
+                    yield Problem("type", f"event {eid} has parent {p}, a {t}, not an event", eid)
+                gens = None
+                break
+            gens.append(pe.generation)
+        if gens is not None:
+            expected = 1 + max(gens, default=0)
+            if ev.generation != expected:
+                yield Problem("generation", f"event {eid} has generation {ev.generation}, "
+                                            f"expected {expected}", eid)
+        if ev.type in RESULT_TYPES:
+            if not ev.call:
+                yield Problem("tool-pair", f"tool result {eid} names no tool_call_id", eid)
+            elif calls.get(ev.call, ev.generation) >= ev.generation:
+                yield Problem("tool-pair", f"tool result {eid} ({ev.call}) has no earlier "
+                                           f"ToolCallRequested", eid)
+
+
+def _first_parent_reaches(events: dict[str, _Ev], start: str, target: str) -> bool:
+    """True if following first parents from `start` reaches `target` (or start == target)."""
+    goal = events.get(target)
+    cur = start
+    while True:
+        if cur == target:
+            return True
+        ev = events.get(cur)
+        if ev is None or not ev.parents or (goal is not None and ev.generation <= goal.generation):
+            return False
+        cur = ev.parents[0]
+
+
+def _compaction_problems(seen: _Collector) -> Iterator[Problem]:
+    events = seen.events
+    for cid in sorted(seen.compactions):
+        c = seen.compactions[cid]
+        bad = False
+        for key in ("first_event", "last_event", "first_kept"):
+            v = c.get(key)
+            if not isinstance(v, str) or v not in events:
+                bad = True
+                yield Problem("compaction", f"compaction {cid}: {key} {str(v)[:64]!r} is not a "
+                                            f"stored event", cid)
+        for v in c.get("source_event_ids") or ():
+            if v not in events:
+                bad = True
+                yield Problem("compaction", f"compaction {cid}: source event {v} is not a "
+                                            f"stored event", cid)
+        if bad:
+            continue
+        first, last, kept = c["first_event"], c["last_event"], c["first_kept"]
+        if not _first_parent_reaches(events, last, first):
+            yield Problem("compaction", f"compaction {cid}: first_event {first[:12]} is not on "
+                                        f"last_event {last[:12]}'s first-parent line", cid)
+        if kept == last or not _first_parent_reaches(events, kept, last):
+            yield Problem("compaction", f"compaction {cid}: first_kept {kept[:12]}'s first-parent "
+                                        f"chain does not reach last_event {last[:12]}", cid)
+
+
+def _content_problems(seen: _Collector) -> Iterator[Problem]:
+    for art, content, _role in seen.links:
+        t = seen.types.get(content)
+        if t is not None and t not in CONTENT_TYPES:
+            yield Problem("type", f"artifact {art} content {content} is a {t}, not a blob or "
+                                  f"chunks manifest", art)
+    for mid in sorted(seen.manifests):
+        value = seen.manifests[mid]
+        try:
+            chunking.check_manifest(mid, value)
+        except CtxError as exc:
+            yield Problem("chunks", str(exc), mid)
+            continue
+        for chunk_id, _length in value["chunks"]:
+            t = seen.types.get(chunk_id)
+            if t is not None and t != "blob":
+                yield Problem("chunks", f"chunks manifest {mid} names {chunk_id}, a {t}", mid)
