@@ -7,6 +7,7 @@ import json
 import click
 
 from ctxstore.clock import iso_from_ms
+from ctxstore.porcelain import compaction as pco
 from ctxstore.porcelain import context as pc
 from ctxstore.porcelain import history as ph
 from ctxstore.refs import split_branch_ref
@@ -42,8 +43,10 @@ def log_cmd(state, rev, n, oneline, graph, all_, first_parent, as_json) -> None:
     """Show events newest first from REV (default HEAD)."""
     repo = state.repo
     events = ph.log(repo, rev, n, all_, first_parent)
+    compacted = pco.compacted_events(repo, events)
     if as_json:
-        emit_json([ph.event_dict(i, e) for i, e in events])
+        emit_json([{**ph.event_dict(i, e), **({"compacted_by": compacted[i]} if i in compacted else {})}
+                   for i, e in events])
         return
     deco = _decorations(repo)
     rows = graph_lines(events) if graph else (("", i, e) for i, e in events)
@@ -55,6 +58,8 @@ def log_cmd(state, rev, n, oneline, graph, all_, first_parent, as_json) -> None:
         names = deco.get(eid)
         dec = style(f" ({', '.join(names)})", fg="cyan") if names else ""
         merge = style(" [merge]", fg="magenta") if len(ev.parents) > 1 else ""
+        if eid in compacted:
+            merge += style(" [compacted]", dim=True)
         if oneline or graph:
             click.echo(f"{lead}{style(short(eid, 10), fg='yellow')}{dec}{merge} "
                        f"{style(ev.type, bold=True)} {event_summary(ev, 60)}")

@@ -41,6 +41,11 @@ def style(text: str, **kw) -> str:
 def event_summary(ev: Event, width: int = 80) -> str:
     """One line that says what an event was about."""
     p = ev.payload
+    if ev.type == "BranchMerged":
+        return f"merged branch {p.get('branch', '')} ({p.get('merged_events', '?')} events summarized)"
+    if ev.type == "CompactionCompleted":
+        return (f"summarized {p.get('summarized_events', '?')} events: "
+                f"{p.get('tokens_before', '?')} -> {p.get('tokens_after', '?')} tokens")
     for key in ("text", "title", "goal", "name", "path", "check", "error", "summary", "branch"):
         v = p.get(key)
         if isinstance(v, str) and v:

@@ -324,11 +324,15 @@ class ContextManager:
                        min(cfg.get("reserved_output", 0), budget // 4))
         state = self.project_state(rev)
         hist, compaction, comp_event = self.history(rev)
+        current = None
+        if compaction is not None and not any(e.type == "UserPromptSubmitted" for _, e, _ in hist):
+            current = self._last_prompt(compaction)  # invariant 5: the request survives compaction
         cands = candidates_from_history(
-            state, hist, system_prompt=system_prompt, tools=tools,
+            state, hist, current_request=current, system_prompt=system_prompt, tools=tools,
             summary=compaction.summary if compaction else None,
             summary_sources=(comp_event, *([compaction.first_event] if compaction else []))
             if compaction else (), tokenizer=self.tokenizer)
+        cands.extend(self._merge_segments(hist))
         cands.extend(extra)
         bundle = build_context(state, cands, budget, self.tokenizer, eviction_order, reserved)
         if record:
@@ -337,6 +341,27 @@ class ContextManager:
                               {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
                                "tokenizer": bundle.tokenizer}, {"bundle_id": bid})
         return bundle
+
+    def _last_prompt(self, compaction: Compaction) -> str | None:
+        """Text of the newest user prompt a compaction summarized, if any."""
+        for eid in reversed(compaction.source_event_ids):
+            ev = self.store.graph.event(eid)
+            if ev.type == "UserPromptSubmitted":
+                msg = self.message(ev.causality.get("message_id", ""))
+                return msg.text if msg is not None else str(ev.payload.get("text", ""))
+        return None
+
+    def _merge_segments(self, hist) -> list[Segment]:
+        """A merged branch reaches the context as its checked summary, not its raw events."""
+        out = []
+        for i, (eid, ev, _msg) in enumerate(hist):
+            if ev.type == "BranchMerged":
+                cid = ev.causality.get("compaction_id", "")
+                rec = self.store.store.get(cid) if cid else None
+                text = rec.summary if isinstance(rec, Compaction) else str(ev.payload.get("summary", ""))
+                out.append(Segment("summary", text=f"[Merged branch {ev.payload.get('branch', '')}]\n{text}",
+                                   sources=(eid, *([cid] if cid else [])), order=i))
+        return out
 
     def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):
         """Compaction with provenance, checked before it counts (ctxstore.compaction)."""

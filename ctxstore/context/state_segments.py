@@ -11,6 +11,10 @@ from __future__ import annotations
 from ..state.model import AgentState
 from .segments import Segment
 
+#: How many of the newest artifacts become candidates, and how much of each one's summary.
+RECENT_ARTIFACTS = 8
+ARTIFACT_PREVIEW_CHARS = 200
+
 
 def _src(state: AgentState, *refs: str) -> tuple[str, ...]:
     out = tuple(dict.fromkeys(r for r in refs if r))
@@ -106,9 +110,14 @@ def state_segments(state: AgentState) -> list[Segment]:
         conf = "" if f["confidence"] >= 1.0 else f" (confidence {f['confidence']:g})"
         out.append(Segment("fact", text=f"Fact: {f['content']}{conf}", order=i,
                            sources=_src(state, *f["source_refs"])))
-    for i, a in enumerate(state.artifacts):
+    # Only the newest artifacts are offered, each as a one-line pointer: the full evidence stays
+    # in the store (`ctx cat ID`), and a long session must not grow its prompt per artifact.
+    first = max(0, len(state.artifacts) - RECENT_ARTIFACTS)
+    for i, a in enumerate(state.artifacts[first:], start=first):
         where = f" {a['uri']}" if a["uri"] else ""
-        what = f": {a['summary']}" if a["summary"] else ""
+        summary = " ".join(a["summary"].split())
+        what = f": {summary[:ARTIFACT_PREVIEW_CHARS]}{'…' if len(summary) > ARTIFACT_PREVIEW_CHARS else ''}" \
+            if summary else ""
         out.append(Segment("artifact", text=f"Artifact {a['artifact_id']} ({a['kind']}){where}{what}",
                            order=i, sources=(a["artifact_id"],)))
     return out

@@ -112,6 +112,9 @@ def run_demo(repo: Repository, say: Callable[[str], None] = lambda s: None) -> D
     alt.add_assistant_message("Alternative: relax the test instead of the serializer.", ts=ts())
     alt.record_file_write("tests/test_serializer.py", "expect '1+2'",
                           diff="-    == '1 + 2'\n+    == '1+2'\n", ts=ts())
+    alt.add_assistant_message("Running the tests against the relaxed expectation.", tool_calls=[
+        {"id": "call_b1", "name": "bash", "args": {"cmd": "pytest -q"}}], ts=ts())
+    alt.record_tool_result("call_b1", PASSING_RUN, name="bash", ts=ts())
     alt.update_state({"decisions_add": [{"decision": "Changing the test violates the intent of the "
                                                      "user's request", "rationale": "the test states "
                                                      "the expected public output"}]}, ts=ts())

@@ -1,0 +1,72 @@
+"""Compaction and merging: compact, merge."""
+
+from __future__ import annotations
+
+import click
+
+from ctxstore.errors import CompactionRejected
+from ctxstore.porcelain import compaction as pco
+
+from .main import cli
+from .render import emit_json, short, style
+
+
+def _print_result(res, dry_run: bool) -> None:
+    what = "merge" if res.kind == "merge" else "compaction"
+    if dry_run:
+        click.echo(style(f"Dry run: this {what} would summarize {res.summarized} event(s)", bold=True))
+    else:
+        click.echo(style(f"{what.capitalize()} {res.compaction_id}", bold=True)
+                   + f" recorded by event {short(res.event_id)}")
+    click.echo(f"  range: {short(res.first_event)} .. {short(res.last_event)}"
+               + (f"; first kept {short(res.first_kept)}" if res.first_kept else ""))
+    click.echo(f"  tokens: {res.tokens_before:,} -> {res.tokens_after:,}  (summarizer: {res.summarizer})")
+    for c in res.checks:
+        mark = style("pass", fg="green") if c.ok else style("FAIL", fg="red")
+        click.echo(f"  {mark}  {c.rule:<26} {c.detail}")
+
+
+@cli.command("compact")
+@click.argument("rev", required=False)
+@click.option("--keep-recent-tokens", type=click.IntRange(min=0), default=None,
+              help="Keep at least this many tokens of recent events verbatim (default 2000).")
+@click.option("--summarizer", "command", default=None, metavar="CMD",
+              help="External summarizer: gets the request as JSON on stdin, prints the summary JSON.")
+@click.option("--dry-run", is_flag=True, help="Show what would be cut and each check's verdict; write nothing.")
+@click.option("--json", "as_json", is_flag=True,
+              help="{compaction_id, summarized_range, first_kept, tokens_before, tokens_after, checks, ...}")
+@click.pass_obj
+def compact_cmd(state, rev, command, keep_recent_tokens, dry_run, as_json) -> None:
+    """Summarize old events of a branch (default: HEAD's) into a checked compaction record.
+
+    Nothing is deleted: the raw events stay in the log (marked as compacted) and the record
+    names exactly the events it replaced. A compaction whose checks fail moves no ref; the
+    failed rules are printed and the exit code is 11."""
+    try:
+        res = pco.compact_branch(state.repo, rev, keep_recent_tokens=keep_recent_tokens,
+                                 summarizer_command=command, dry_run=dry_run)
+    except CompactionRejected as exc:
+        if as_json and "result" in exc.details:
+            emit_json(exc.details["result"])
+        raise
+    if as_json:
+        emit_json(res.to_dict())
+    else:
+        _print_result(res, dry_run)
+
+
+@cli.command("merge")
+@click.argument("branch")
+@click.option("--summarizer", "command", default=None, metavar="CMD",
+              help="External summarizer (same protocol as `ctx compact --summarizer`).")
+@click.option("--dry-run", is_flag=True, help="Show the summary's checks without writing.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def merge_cmd(state, branch, command, dry_run, as_json) -> None:
+    """Merge BRANCH's conclusions into the current branch: a merge event (second parent =
+    BRANCH's tip) holding a checked summary of what BRANCH did and found, not its raw events."""
+    res = pco.merge(state.repo, branch, summarizer_command=command, dry_run=dry_run)
+    if as_json:
+        emit_json(res.to_dict())
+    else:
+        _print_result(res, dry_run)

@@ -1,0 +1,249 @@
+"""Compaction and merge: summarize a range of a branch, check it, and only then record it.
+
+Nothing is deleted or rewritten. A compaction appends one CompactionCompleted event naming a
+Compaction record that lists exactly the events it replaced; the context builder then uses the
+record's summary + the state + the events from `first_kept` on. A merge appends a BranchMerged
+event (second parent = the branch's tip) naming a record of what the branch did and found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BadRevision, CompactionRejected
+from ..objects import Compaction, Event, thaw
+from ..refs import branch_ref
+from .checks import RangeFacts, Verdict, run_checks
+from .summarizers import StructuredSummarizer, Summarizer
+from .text import event_text
+
+DEFAULT_KEEP_RECENT_TOKENS = 2000
+POLICY_ID = "structured-v1"
+
+
+@dataclass
+class CompactionResult:
+    committed: bool
+    kind: str
+    compaction_id: str | None
+    event_id: str | None
+    first_event: str | None
+    last_event: str | None
+    first_kept: str | None
+    summarized: int
+    tokens_before: int
+    tokens_after: int
+    summarizer: str
+    checks: list[Verdict] = field(default_factory=list)
+    previous: str = ""
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [c for c in self.checks if not c.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"committed": self.committed, "kind": self.kind, "compaction_id": self.compaction_id,
+                "event_id": self.event_id,
+                "summarized_range": {"first": self.first_event, "last": self.last_event},
+                "first_kept": self.first_kept, "summarized_events": self.summarized,
+                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
+                "summarizer": self.summarizer, "previous": self.previous,
+                "checks": [c.to_dict() for c in self.checks]}
+
+
+def _live_history(cm, tip: str) -> tuple[list[tuple[str, Event]], Compaction | None, str]:
+    """First-parent events after the newest compaction (from its first_kept), oldest first."""
+    graph, store = cm.store.graph, cm.store.store
+    out: list[tuple[str, Event]] = []
+    prev: Compaction | None = None
+    prev_id = ""
+    eid: str | None = tip
+    stop: str | None = None
+    while eid is not None:
+        ev = graph.event(eid)
+        if prev is None and ev.type == "CompactionCompleted" and ev.causality.get("compaction_id"):
+            obj = store.get(ev.causality["compaction_id"])
+            if isinstance(obj, Compaction):
+                prev, prev_id, stop = obj, ev.causality["compaction_id"], obj.first_kept
+                eid = ev.parents[0] if ev.parents else None
+                continue
+        if ev.type != "CompactionCompleted":
+            out.append((eid, ev))
+        if eid == stop:
+            break
+        eid = ev.parents[0] if ev.parents else None
+    out.reverse()
+    return out, prev, prev_id
+
+
+def _pairs_split(live: list[tuple[str, Event]], k: int) -> bool:
+    before = {ev.payload.get("tool_call_id") for _, ev in live[:k] if ev.type == "ToolCallRequested"}
+    return any(ev.type in ("ToolCallFinished", "ToolCallFailed")
+               and ev.payload.get("tool_call_id") in before for _, ev in live[k:])
+
+
+def _choose_cut(live, costs: list[int], keep_recent: int) -> int:
+    """Index of the first kept event: keep at least `keep_recent` tokens, never split a pair."""
+    kept, k = 0, len(live)
+    while k > 0 and kept < keep_recent:
+        k -= 1
+        kept += costs[k]
+    while 0 < k < len(live) and _pairs_split(live, k):
+        k -= 1
+    return k
+
+
+def _event_row(cm, eid: str, ev: Event) -> dict[str, Any]:
+    mid = ev.causality.get("message_id")
+    msg = cm.message(mid) if mid else None
+    return {"id": eid, "type": ev.type, "actor": ev.actor, "payload": thaw(ev.payload),
+            "ts": ev.ts, "text": event_text(ev, msg), "artifact_id": ev.causality.get("artifact_id", "")}
+
+
+def _summarize(summarizer: Summarizer, request: Mapping[str, Any]) -> tuple[Any, str | None]:
+    try:
+        return summarizer(request), None
+    except CompactionRejected as exc:
+        return None, str(exc)
+
+
+def _record(out: Mapping[str, Any], **fields: Any) -> Compaction:
+    keys = ("summary", "goal", "constraints", "progress", "files", "tool_results", "errors",
+            "decisions", "open_questions", "next_steps")
+    return Compaction(**{k: thaw(out[k]) for k in keys}, state_patch=thaw(out.get("state_patch", {})),
+                      memory_candidates=thaw(out.get("memory_candidates", [])), **fields)
+
+
+def _verdicts(cm, out, error, rows, kept_rows, state, prev_summary_tokens, replaced):
+    if error is not None:
+        return [Verdict("summarizer_output", False, error)], 0
+    summary_tokens = cm.tokenizer.count(out["summary"]) if isinstance(out, Mapping) and \
+        isinstance(out.get("summary"), str) else 0
+    facts = RangeFacts(rows, kept_rows, state.goal["user_goal"], tuple(state.constraints["hard"]),
+                       replaced + prev_summary_tokens, summary_tokens)
+    return run_checks(out, facts), summary_tokens
+
+
+def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None, *,
+            keep_recent_tokens: int | None = None, summarizer: Summarizer | None = None,
+            cut_at: str | None = None, dry_run: bool = False, ts: str | None = None) -> CompactionResult:
+    """Compact the branch `cm` is bound to (REV, if given, must be its tip).
+
+    Raises CompactionRejected (listing the failed rules) if a check fails; with dry_run the
+    result is returned instead and nothing is written either way."""
+    policy = dict(policy or {})
+    tip = cm.tip
+    if rev is not None and cm._rev(rev) != tip:
+        raise BadRevision(f"compaction works on a branch tip: {rev} is not the tip of {cm.branch}")
+    summarizer = summarizer or StructuredSummarizer()
+    keep = int(keep_recent_tokens if keep_recent_tokens is not None else
+               policy.get("keep_recent_tokens", DEFAULT_KEEP_RECENT_TOKENS))
+    live, prev, prev_id = _live_history(cm, tip)
+    rows = [_event_row(cm, eid, ev) for eid, ev in live]
+    costs = [cm.tokenizer.count(r["text"]) for r in rows]
+    if cut_at is not None:
+        ids = [eid for eid, _ in live]
+        if cut_at not in ids:
+            raise BadRevision(f"cut point {cut_at[:12]} is not in the live history of {cm.branch}")
+        k = ids.index(cut_at)
+    else:
+        k = _choose_cut(live, costs, keep)
+    prev_summary_tokens = cm.tokenizer.count(prev.summary) if prev else 0
+    if k == 0:
+        raise CompactionRejected(f"nothing to compact: the {sum(costs)} tokens since the last "
+                                 f"compaction fit in --keep-recent-tokens {keep} (or no safe cut)")
+    summarized, kept = rows[:k], rows[k:]
+    state = cm.project_state(live[k - 1][0])
+    request = {"kind": "compaction", "state": state.to_dict(), "events": summarized,
+               "previous": prev.to_dict() if prev else None, "policy": {"id": POLICY_ID, **policy}}
+    out, error = _summarize(summarizer, request)
+    replaced = sum(costs[:k])
+    verdicts, summary_tokens = _verdicts(cm, out, error, summarized, kept, state,
+                                         prev_summary_tokens, replaced)
+    kept_tokens = sum(costs[k:])
+    result = CompactionResult(
+        committed=False, kind="compaction", compaction_id=None, event_id=None,
+        first_event=summarized[0]["id"], last_event=summarized[-1]["id"], first_kept=kept[0]["id"]
+        if kept else None, summarized=k, tokens_before=replaced + prev_summary_tokens + kept_tokens,
+        tokens_after=summary_tokens + kept_tokens, summarizer=getattr(summarizer, "name", "?"),
+        checks=verdicts, previous=prev_id)
+    if dry_run:
+        return result
+    if result.failed:
+        raise CompactionRejected(
+            "compaction refused; failed checks: " + "; ".join(f"{c.rule} ({c.detail})" for c in result.failed),
+            result=result.to_dict())
+    if not kept:
+        raise CompactionRejected("compaction refused: it would keep no event verbatim after the cut")
+    record = _record(out, session=cm.session, first_event=result.first_event,
+                     last_event=result.last_event, first_kept=result.first_kept,
+                     source_event_ids=[r["id"] for r in summarized],
+                     tokens_before=result.tokens_before, tokens_after=result.tokens_after,
+                     provenance={"summarizer": result.summarizer,
+                                 "summarizer_version": getattr(summarizer, "version", ""),
+                                 "policy_id": policy.get("id", POLICY_ID)},
+                     previous=prev_id, kind="compaction")
+    result.compaction_id = cm.store.store.put_object(record)
+    with cm.store.transaction(cm.ref, message="compact", rebase=False) as tx:
+        if tx.base != tip:
+            raise CompactionRejected(f"branch {cm.branch} moved during compaction; retry")
+        result.event_id = tx.append(
+            "CompactionCompleted", "system",
+            {"tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
+             "summarized_events": k, "first_kept": result.first_kept, "summarizer": result.summarizer},
+            {"compaction_id": result.compaction_id}, ts)
+    result.committed = True
+    return result
+
+
+def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
+                 dry_run: bool = False, ts: str | None = None) -> CompactionResult:
+    """Merge BRANCH's conclusions (not its raw events) into the branch `cm` is bound to."""
+    other_ref = branch_ref(cm.session, branch)
+    other = cm.store.refs.read(other_ref)
+    if other is None:
+        raise BadRevision(f"no branch {branch!r} in this session")
+    tip = cm.tip
+    graph = cm.store.graph
+    if graph.is_ancestor(other, tip):
+        raise CompactionRejected(f"nothing to merge: {branch} is already contained in {cm.branch}")
+    d = graph.diff(other, tip)
+    ids = list(reversed(d.only_a))
+    live = [(i, graph.event(i)) for i in ids]
+    rows = [_event_row(cm, eid, ev) for eid, ev in live]
+    costs = [cm.tokenizer.count(r["text"]) for r in rows]
+    summarizer = summarizer or StructuredSummarizer()
+    from ..manager import ContextManager
+
+    state = ContextManager(cm.store, cm.session, branch, tokenizer=cm.tokenizer).project_state(other)
+    request = {"kind": "merge", "branch": branch, "state": state.to_dict(), "events": rows,
+               "previous": None, "policy": {"id": POLICY_ID}}
+    out, error = _summarize(summarizer, request)
+    verdicts, summary_tokens = _verdicts(cm, out, error, rows, [], state, 0, sum(costs))
+    result = CompactionResult(False, "merge", None, None, ids[0] if ids else None,
+                              ids[-1] if ids else None, None, len(ids), sum(costs), summary_tokens,
+                              getattr(summarizer, "name", "?"), verdicts)
+    if dry_run:
+        return result
+    if result.failed:
+        raise CompactionRejected(
+            "merge refused; failed checks: " + "; ".join(f"{c.rule} ({c.detail})" for c in result.failed),
+            result=result.to_dict())
+    record = _record(out, session=cm.session, first_event=result.first_event or "",
+                     last_event=result.last_event or "", first_kept="", source_event_ids=ids,
+                     tokens_before=result.tokens_before, tokens_after=result.tokens_after,
+                     provenance={"summarizer": result.summarizer,
+                                 "summarizer_version": getattr(summarizer, "version", ""),
+                                 "policy_id": POLICY_ID, "branch": branch, "branch_tip": other},
+                     kind="merge")
+    result.compaction_id = cm.store.store.put_object(record)
+    with cm.store.transaction(cm.ref, message=f"merge {branch}") as tx:
+        result.event_id = tx.append("BranchMerged", "agent",
+                                    {"branch": branch, "summary": out["summary"][:2000],
+                                     "merged_events": len(ids)},
+                                    {"compaction_id": result.compaction_id}, ts,
+                                    extra_parents=(other,))
+    result.committed = True
+    return result

@@ -1,0 +1,180 @@
+"""Summarizers behind one protocol: request (a JSON-safe map) in, structured summary out.
+
+The request carries the state projection at the end of the range, the events in the range
+(type, actor, payload, text) and the previous compaction's record when chaining. A summarizer
+returns a map with the compaction record's fields (see REQUIRED_FIELDS); anything else it
+returns is ignored. Every summarizer's output goes through the same checks (checks.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from ..errors import CompactionRejected
+
+REQUIRED_FIELDS = ("summary", "goal", "constraints", "progress", "files", "tool_results",
+                   "errors", "decisions", "open_questions", "next_steps")
+
+
+class Summarizer(Protocol):
+    name: str
+    version: str
+
+    def __call__(self, request: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+
+def _uniq(items):
+    seen, out = set(), []
+    for x in items:
+        key = json.dumps(x, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(x)
+    return out
+
+
+class StructuredSummarizer:
+    """Deterministic, no model: the record is built from the state and the events in range."""
+
+    name = "structured"
+    version = "1"
+
+    def __call__(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        state = request["state"]
+        prev = request.get("previous") or {}
+        events = request["events"]
+        goal = {"user_goal": state["goal"]["user_goal"],
+                "current_task": state["goal"]["current_task"]}
+        cons = {"hard": list(state["constraints"]["hard"]), "soft": list(state["constraints"]["soft"])}
+        steps = state["plan"]["steps"]
+        done = [s["text"] for s in steps if s.get("status") == "done"]
+        done += [f"{v['check']}: passed" for v in state.get("validations", ()) if v.get("result") == "pass"]
+        done = list(dict.fromkeys(done))
+        in_progress = [s["text"] for s in steps if s.get("status") not in ("done",)]
+        read = _uniq([*prev.get("files", {}).get("read", ()),
+                      *({"path": e["payload"]["path"]} for e in events if e["type"] == "FileRead"
+                        and e["payload"].get("path"))])
+        modified = _uniq([*prev.get("files", {}).get("modified", ()),
+                          *({"path": e["payload"]["path"],
+                             "change_summary": e["payload"].get("change_summary", "")}
+                            for e in events if e["type"] in ("FileWritten", "DiffApplied")
+                            and e["payload"].get("path"))])
+        tool_results = list(prev.get("tool_results", ()))
+        errors = list(prev.get("errors", ()))
+        for e in events:
+            p = e["payload"]
+            if e["type"] == "ToolCallFinished" and (e.get("artifact_id") or p.get("truncated")):
+                tool_results.append({"tool_call_id": p.get("tool_call_id", ""),
+                                     "summary": (p.get("preview") or "")[:300],
+                                     "artifact_ref": e.get("artifact_id", "")})
+            elif e["type"] == "ToolCallFailed":
+                errors.append({"tool_call_id": p.get("tool_call_id", ""),
+                               "error": (p.get("error") or p.get("preview") or "")[:300],
+                               "retried": bool(p.get("retry"))})
+            elif e["type"] == "VerifierFinished" and p.get("result") == "fail":
+                errors.append({"check": p.get("check", ""), "error": "verification failed",
+                               "retried": False})
+        retried = {e.get("tool_call_id") for e in state.get("errors", ()) if e.get("retried")}
+        for err in errors:
+            if err.get("tool_call_id") in retried:
+                err["retried"] = True
+        decisions = [d.get("decision", "") for d in state.get("decisions", ())]
+        open_q = list(state.get("open_questions", ()))
+        next_steps = [s["text"] for s in steps if s.get("status") != "done"]
+        if not next_steps and goal["current_task"]:
+            next_steps = [f"Continue: {goal['current_task']}"]
+        user_said = [e["text"][:400] for e in events if e["type"] == "UserPromptSubmitted" and e["text"]]
+        record = {"goal": goal, "constraints": cons,
+                  "progress": {"done": done, "in_progress": in_progress},
+                  "files": {"read": read, "modified": modified}, "tool_results": tool_results,
+                  "errors": _uniq(errors), "decisions": decisions, "open_questions": open_q,
+                  "next_steps": next_steps}
+        record["summary"] = render_summary(record, user_said, prev.get("summary", ""))
+        return record
+
+
+def render_summary(r: Mapping[str, Any], user_said: list[str], previous: str = "") -> str:
+    """The text the model reads in place of the summarized range."""
+    lines = ["[Summary of earlier work in this session]"]
+    if previous:
+        lines += ["Earlier summary:", previous.replace("[Summary of earlier work in this session]\n", ""), ""]
+    lines.append(f"Goal: {r['goal']['user_goal']}")
+    lines.append(f"Current task: {r['goal']['current_task']}")
+    for c in r["constraints"]["hard"]:
+        lines.append(f"Hard constraint: {c}")
+    for c in r["constraints"]["soft"]:
+        lines.append(f"Soft constraint: {c}")
+    for title, items in (("Done", r["progress"]["done"]), ("In progress", r["progress"]["in_progress"]),
+                         ("Decisions", r["decisions"]), ("Open questions", r["open_questions"]),
+                         ("Next steps", r["next_steps"])):
+        if items:
+            lines.append(f"{title}:")
+            lines += [f"- {x}" for x in items]
+    if r["files"]["read"]:
+        lines.append("Files read: " + ", ".join(f["path"] for f in r["files"]["read"]))
+    for f in r["files"]["modified"]:
+        lines.append(f"Modified {f['path']}: {f.get('change_summary', '')}")
+    lines += _capped("Tool result", r["tool_results"], lambda t: (
+        f"{t['tool_call_id']}: {' '.join(t['summary'].split())[:120]}"
+        + (f" (full output: artifact {t['artifact_ref'][:12]})" if t.get("artifact_ref") else "")))
+    lines += _capped("Error", r["errors"], lambda e: (
+        f"{e.get('tool_call_id') or e.get('check', '')}: {' '.join(e.get('error', '').split())[:120]}"
+        + (" (retried)" if e.get("retried") else "")))
+    if user_said:
+        lines.append("The user said:")
+        lines += [f"> {' '.join(u.split())[:300]}" for u in user_said[-5:]]
+    return "\n".join(lines)
+
+
+#: The rendered summary shows the newest items of long lists; the record keeps them all.
+SHOW_ITEMS = 8
+
+
+def _capped(label: str, items, fmt) -> list[str]:
+    shown = list(items)[-SHOW_ITEMS:]
+    out = [f"{label} {fmt(x)}" for x in shown]
+    if len(items) > len(shown):
+        out.insert(0, f"({len(items) - len(shown)} earlier {label.lower()}s are listed in the compaction record)")
+    return out
+
+
+class CallableSummarizer:
+    """A Python callable (e.g. one that calls a model) behind the protocol."""
+
+    def __init__(self, fn: Callable[[Mapping[str, Any]], Mapping[str, Any]], name: str = "callable",
+                 version: str = "1") -> None:
+        self.fn, self.name, self.version = fn, name, version
+
+    def __call__(self, request):
+        try:
+            return self.fn(request)
+        except Exception as exc:  # noqa: BLE001 - any failure of user code is a failed summary
+            raise CompactionRejected(f"summarizer {self.name} failed: {exc}") from None
+
+
+class CommandSummarizer:
+    """An external command: the request as JSON on stdin, the summary as JSON on stdout."""
+
+    def __init__(self, command: str, timeout: float = 600.0) -> None:
+        self.command, self.timeout = command, timeout
+        self.name = f"command:{shlex.split(command)[0] if command.strip() else ''}"
+        self.version = "1"
+
+    def __call__(self, request):
+        try:
+            proc = subprocess.run(shlex.split(self.command), input=json.dumps(request, default=str),
+                                  capture_output=True, text=True, timeout=self.timeout)
+        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            raise CompactionRejected(f"summarizer command failed to run: {exc}") from None
+        if proc.returncode != 0:
+            tail = (proc.stderr or "").strip().splitlines()[-1:] or [""]
+            raise CompactionRejected(f"summarizer command exited {proc.returncode}: {tail[0][:200]}")
+        try:
+            out = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            raise CompactionRejected("summarizer command did not print a JSON object") from None
+        return out

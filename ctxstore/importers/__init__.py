@@ -1,0 +1,28 @@
+"""Import and export the transcripts Claude Code, Codex and pi write, and ctxstore's own JSONL.
+
+Porcelain for the CLI (`ctx import`, `ctx export`); both return values and never print:
+
+    import_paths(repo, paths, format=None, strict=False, progress=None) -> ImportReport
+        paths: files or directories (walked for *.jsonl); format: "claude-code" | "codex" |
+        "pi" | "jsonl" | None (detected per file). strict=True raises InvalidInput (exit 10)
+        listing every problem and writes nothing. progress(done_bytes, total_bytes, path) is
+        called about once per MB. ImportReport.summary() -> {files, bytes, sessions, events,
+        new_events, artifacts, warnings}; .warnings -> [{file, line, message}];
+        .sessions -> [SessionStats]; .to_dict() for --json.
+
+    export_session(repo, rev_or_session, format, out) -> {"session", "format", "lines"}
+        rev_or_session: a session id (or unique prefix: every branch) or any revision
+        (that history only); format: "claude-code" | "codex" | "pi" (lines JSON-equal to the
+        original file, in order) | "jsonl" (neutral, re-importable to identical ids).
+
+Layout: common (streaming, records, SessionBuilder), claude_code + claude_map, codex, pi,
+neutral, detect, export, porcelain. docs/import-export.md has the mapping tables.
+"""
+
+from .common import ImportReport, SessionStats
+from .detect import FORMATS, detect_format
+from .export import export_session
+from .porcelain import import_paths
+
+__all__ = ["FORMATS", "ImportReport", "SessionStats", "detect_format", "export_session",
+           "import_paths"]

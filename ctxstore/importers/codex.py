@@ -1,0 +1,200 @@
+"""OpenAI Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+
+Codex lines are `{timestamp, type, payload}` with no ids or parents, so a rollout is one
+linear history. Conversation content comes from `response_item`; `event_msg` duplicates it
+for the UI and is kept as metadata events (`codex:event_msg`). Tool calls pair by `call_id`
+across `function_call`, `custom_tool_call` and `tool_search_call` and their outputs.
+A `compacted` line becomes a Compaction over the events since the previous one; its
+`replacement_history` stays in the record. The first `session_meta` names the session and its
+fork (`forked_from_id`) or subagent (`source.subagent.thread_spawn.parent_thread_id`) link.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .common import (
+    MALFORMED,
+    ImportContext,
+    SessionBuilder,
+    iter_jsonl,
+    peek_jsonl,
+    preview,
+    tool_requested_payload,
+)
+
+FMT = "codex"
+KNOWN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context",
+                         "compacted", "world_state", "inter_agent_communication_metadata"})
+CALLS = {"function_call": "arguments", "custom_tool_call": "input", "tool_search_call": "arguments"}
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_CONTEXT_TAGS = ("<environment_context", "<user_instructions", "# AGENTS.md", "<permissions")
+
+
+def _links(meta: dict) -> dict[str, Any]:
+    """Fork and subagent links named by a session_meta payload."""
+    out: dict[str, Any] = {}
+    if isinstance(meta.get("forked_from_id"), str):
+        out["forked_from_id"] = meta["forked_from_id"]
+    src = meta.get("source")
+    sub = src.get("subagent") if isinstance(src, dict) else None
+    if isinstance(sub, dict):
+        spawn = sub.get("thread_spawn") if isinstance(sub.get("thread_spawn"), dict) else {}
+        out["subagent"] = sub
+        if isinstance(spawn.get("parent_thread_id"), str):
+            out["parent_thread_id"] = spawn["parent_thread_id"]
+    if "parent_thread_id" not in out and isinstance(meta.get("parent_thread_id"), str):
+        out["parent_thread_id"] = meta["parent_thread_id"]
+    return out
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        return str(content.get("text", "")) if isinstance(content.get("text"), str) else ""
+    if isinstance(content, list):
+        return "\n".join(_text_of(c) for c in content if isinstance(c, (dict, str)))
+    return ""
+
+
+def import_file(ctx: ImportContext, path: Path) -> None:
+    meta: dict = {}
+    first_ts = ""
+    for rec in peek_jsonl(path, limit=50):
+        first_ts = first_ts or rec.get("timestamp", "")
+        if rec.get("type") == "session_meta" and isinstance(rec.get("payload"), dict):
+            meta = rec["payload"]
+            break
+    source = meta.get("id") if isinstance(meta.get("id"), str) else path.stem
+    links = _links(meta)
+    parent_src = links.get("parent_thread_id") or links.get("forked_from_id") or ""
+    kind = "subagent" if "subagent" in links else "fork" if "forked_from_id" in links else "main"
+    parent = ctx.find_session(FMT, parent_src) if parent_src else ""
+    if parent_src and not parent:
+        ctx.report.notes.append(f"{path.name}: parent thread {parent_src} not imported; "
+                                f"link kept in the session origin only")
+    b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
+                       ts=meta.get("timestamp") or first_ts, nonce=source,
+                       origin={"format": FMT, "id": source, **links}, kind=kind,
+                       parent_session=parent, cwd=str(meta.get("cwd") or ""))
+    Rollout(b).run(path)
+    b.finish()
+
+
+class Rollout:
+    def __init__(self, b: SessionBuilder) -> None:
+        self.b = b
+        self.calls: dict[str, tuple[str, str]] = {}
+
+    def run(self, path: Path) -> None:
+        b = self.b
+        for n, text, rec in iter_jsonl(b.ctx, path):
+            b.begin(n, rec, text)
+            if rec is MALFORMED:
+                b.append(f"{FMT}:malformed", "system", {})
+                continue
+            t = rec.get("type")
+            p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+            ts = b.ts(rec.get("timestamp"))
+            if t == "response_item":
+                self.item(p, n, ts)
+            elif t == "compacted":
+                self.compacted(p, ts)
+            else:
+                if t not in KNOWN_TYPES:
+                    b.ctx.warn(b.file, n, f"unknown record type {t!r}; kept as {FMT}:{t}")
+                payload = {"subtype": p["type"]} if isinstance(p.get("type"), str) else {}
+                if t == "turn_context" and isinstance(p.get("model"), str):
+                    payload["model"] = p["model"]
+                b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system",
+                         payload, ts=ts)
+
+    def item(self, p: dict, n: int, ts: str) -> None:
+        b = self.b
+        kind = p.get("type")
+        if kind == "message":
+            self.message(p, ts)
+        elif kind == "reasoning":
+            summary = "\n".join(_text_of(s) for s in p.get("summary") or [] if isinstance(s, dict))
+            mid = b.message("assistant", [ThinkingBlock(summary)], meta={"kind": "reasoning"})
+            b.append("ModelResponseReceived", "model", {"kind": "reasoning"}, {"message_id": mid}, ts)
+        elif kind in CALLS and isinstance(p.get("call_id"), str):
+            self.call(p, kind, ts)
+        elif kind in OUTPUTS and isinstance(p.get("call_id"), str):
+            self.output(p, n, ts)
+        else:
+            b.append(f"{FMT}:response_item", "system",
+                     {"subtype": kind} if isinstance(kind, str) else {}, ts=ts)
+
+    def message(self, p: dict, ts: str) -> None:
+        b = self.b
+        role = p.get("role") if isinstance(p.get("role"), str) else ""
+        blocks: list = []
+        for c in p.get("content") if isinstance(p.get("content"), list) else []:
+            if isinstance(c, dict) and c.get("type") in ("input_text", "output_text", "text"):
+                blocks.append(TextBlock(str(c.get("text", ""))))
+            elif isinstance(c, dict) and c.get("type") == "input_image":
+                blocks.append(ImageBlock(uri=str(c.get("image_url") or "")))
+        text = "\n".join(x.text for x in blocks if isinstance(x, TextBlock))
+        meta = {"id": p["id"]} if isinstance(p.get("id"), str) else {}
+        if role == "assistant":
+            mid = b.message("assistant", blocks, meta=meta)
+            b.append("ModelResponseReceived", "model", {"text": preview(text)}, {"message_id": mid}, ts)
+        elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
+            mid = b.message("user", blocks, meta=meta)
+            b.append("UserPromptSubmitted", "user", {"text": preview(text)}, {"message_id": mid}, ts)
+        else:
+            msg_role = role if role in ("system", "developer", "user") else "custom"
+            mid = b.message(msg_role, blocks, meta=meta)
+            b.append("MessageAdded", "system" if msg_role != "user" else "user",
+                     {"role": msg_role, "text": preview(text)}, {"message_id": mid}, ts)
+
+    def call(self, p: dict, kind: str, ts: str) -> None:
+        b = self.b
+        tcid, name = p["call_id"], str(p.get("name") or kind)
+        args: Any = p.get(CALLS[kind])
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass
+        if args is None:
+            args = {}
+        mid = b.message("assistant", [ToolCallBlock(tcid, name, args)], meta={"kind": kind})
+        b.append("ModelResponseReceived", "model", {"kind": kind}, {"message_id": mid}, ts)
+        eid = b.append("ToolCallRequested", "model", tool_requested_payload(tcid, name, args),
+                       {"tool_call_id": tcid, "message_id": mid}, ts)
+        self.calls[tcid] = (eid, name)
+
+    def output(self, p: dict, n: int, ts: str) -> None:
+        b = self.b
+        tcid = p["call_id"]
+        call = self.calls.get(tcid)
+        if call is None:
+            b.ctx.warn(b.file, n, f"tool result without its call (call_id {tcid!r})")
+            b.append(f"{FMT}:response_item", "tool", {"subtype": p.get("type")}, ts=ts)
+            return
+        requested, name = call
+        out = p.get("output")
+        text = out if isinstance(out, str) else _text_of(out) if out is not None else ""
+        pv, art, size = b.tool_output(text, requested)
+        block = ToolResultBlock(tcid, text="" if art else text, preview=pv if art else "",
+                                output_ref=art, truncated=bool(art))
+        mid = b.message("tool", [block])
+        caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
+        b.append("ToolCallFinished", "tool", {"tool_call_id": tcid, "name": name, "preview": preview(pv),
+                                              "size": size, "truncated": bool(art)}, caus, ts)
+        b.stats.tool_pairs += 1
+
+    def compacted(self, p: dict, ts: str) -> None:
+        b = self.b
+        summary = p.get("message") if isinstance(p.get("message"), str) else ""
+        mid = b.message("summary", [TextBlock(summary)], meta={"kind": "compacted"})
+        extra = {k: p[k] for k in ("window_id", "window_number", "previous_window_id",
+                                   "first_window_id") if isinstance(p.get(k), (str, int))}
+        extra["replacement_items"] = len(p.get("replacement_history") or [])
+        b.compaction(summary, b.tip, ts, extra=extra, message_id=mid)

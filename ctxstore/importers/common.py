@@ -1,0 +1,403 @@
+"""What every transcript importer shares: streaming lines, warnings, records, and a session writer.
+
+Importers never hold a whole file: `iter_jsonl` yields one line at a time and a
+`SessionBuilder` writes each event as soon as it is mapped. What survives a line is small
+(ids, tips, uuid -> event index), so memory grows with the number of records, not their size.
+
+Losslessness rests on one rule: every original line is stored as a `record` object and the
+first event mapped from it names the record (`causality.record_id`) and its place
+(`payload.source = {format, file, line}`). Export walks those events in line order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import codec
+from ..objects import Artifact, Compaction, Event, Message
+from ..refs import branch_ref
+from ..repo import Repository
+from .records import MALFORMED, put_record
+
+PREVIEW_CHARS = 280  # event payload previews; the message holds the whole text
+ARTIFACT_PREVIEW_CHARS = 2000  # what a message keeps of an output moved to an artifact
+_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")
+EPOCH = "1970-01-01T00:00:00.000Z"
+
+FLUSH_EVERY = 16 << 20  # input bytes between store flushes
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class SessionStats:
+    session: str
+    format: str
+    file: str
+    source_id: str
+    kind: str
+    events: int = 0
+    new_events: int = 0
+    records: int = 0
+    tool_pairs: int = 0
+    compactions: int = 0
+    artifacts: int = 0
+    branches: dict[str, str] = field(default_factory=dict)
+    parent_session: str = ""
+    spawn_event: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ImportReport:
+    """What an import did. `warnings` are bad-input findings: {file, line, message}."""
+
+    sessions: list[SessionStats] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+
+    @property
+    def events(self) -> int:
+        return sum(s.events for s in self.sessions)
+
+    @property
+    def new_events(self) -> int:
+        return sum(s.new_events for s in self.sessions)
+
+    @property
+    def artifacts(self) -> int:
+        return sum(s.artifacts for s in self.sessions)
+
+    def summary(self) -> dict[str, Any]:
+        return {"files": self.files, "bytes": self.bytes, "sessions": len(self.sessions),
+                "events": self.events, "new_events": self.new_events,
+                "artifacts": self.artifacts, "warnings": len(self.warnings)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.summary(), "session_stats": [s.to_dict() for s in self.sessions],
+                "warning_list": list(self.warnings), "notes": list(self.notes)}
+
+
+class ImportContext:
+    """State shared by all files of one `import_paths` call: repo, report, cross-file links."""
+
+    def __init__(self, repo: Repository, progress: Progress | None = None,
+                 total_bytes: int = 0) -> None:
+        self.repo = repo
+        self.report = ImportReport()
+        self.progress = progress
+        self.total_bytes = total_bytes
+        self.done_bytes = 0
+        self.threshold = int(repo.config.get("artifact_threshold", 4096))
+        #: (format, source session id, agent id) -> ctx session id
+        self.sessions: dict[tuple[str, str, str], str] = {}
+        #: (source session id, agent id) -> spawning ToolCallRequested event
+        self.agent_spawns: dict[tuple[str, str], str] = {}
+        #: (source session id, prompt text) -> spawning ToolCallRequested events, oldest first
+        self.task_prompts: dict[tuple[str, str], list[str]] = {}
+        self._indexed = False
+
+    def warn(self, file: str, line: int, message: str) -> None:
+        self.report.warnings.append({"file": file, "line": line, "message": message})
+
+    def find_session(self, fmt: str, source_id: str, agent: str = "") -> str:
+        """A ctx session imported from that source session, in this run or an earlier one."""
+        key = (fmt, source_id, agent)
+        if key not in self.sessions and not self._indexed:
+            self._indexed = True
+            for sid in self.repo.session_ids():
+                try:
+                    origin = self.repo.session(sid).origin
+                except Exception:  # noqa: BLE001 - a damaged session must not stop an import
+                    continue
+                if origin.get("format") and origin.get("id"):
+                    k = (origin["format"], origin["id"], origin.get("agent_id", ""))
+                    self.sessions.setdefault(k, sid)
+        return self.sessions.get(key, "")
+
+    def advance(self, nbytes: int, path: str) -> None:
+        before = self.done_bytes
+        self.done_bytes += nbytes
+        if self.done_bytes // FLUSH_EVERY != before // FLUSH_EVERY:
+            self.repo.store.flush()  # bounded write buffers on a very large file
+        if self.progress is not None:
+            self.progress(self.done_bytes, self.total_bytes, path)
+
+
+def iter_jsonl(ctx: ImportContext, path: Path) -> Iterator[tuple[int, str, Any]]:
+    """(line number, text, parsed object or MALFORMED) for each non-empty line, streamed.
+
+    Bad lines are reported here, once, with file and line; the caller keeps their raw text so
+    nothing is dropped. A last line without a newline that fails to parse is "truncated".
+    """
+    name = path.name
+    step, pending = 1 << 20, 0
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            pending += len(raw)
+            if pending >= step:
+                ctx.advance(pending, str(path))
+                pending = 0
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                ctx.warn(name, n, f"invalid UTF-8 ({exc.reason}); undecodable bytes replaced")
+                text = raw.decode("utf-8", errors="replace")
+            text = text.rstrip("\r\n")
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                if not raw.endswith(b"\n"):
+                    ctx.warn(name, n, f"truncated last line ({len(raw)} bytes, {exc.msg}); kept as raw text")
+                else:
+                    ctx.warn(name, n, f"malformed JSON ({exc.msg} at column {exc.colno}); kept as raw text")
+                yield n, text, MALFORMED
+                continue
+            if not isinstance(value, dict):
+                ctx.warn(name, n, f"a {type(value).__name__} where a JSON object was expected; kept as raw text")
+                yield n, text, MALFORMED
+                continue
+            yield n, text, value
+    ctx.advance(pending, str(path))
+
+
+def peek_jsonl(path: Path, limit: int = 200) -> Iterator[dict]:
+    """The first parseable JSON objects of a file (format detection, session metadata)."""
+    with open(path, "rb") as fh:
+        for i, raw in enumerate(fh):
+            if i >= limit:
+                return
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                yield value
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit]
+
+
+def args_preview(args: Any, limit: int = 1000) -> tuple[Any, bool]:
+    """Tool-call args for an event payload: strings over `limit` chars cut (the message's
+    tool_call block keeps them whole), and whether anything was cut."""
+    cut = False
+
+    def walk(v: Any) -> Any:
+        nonlocal cut
+        if isinstance(v, str) and len(v) > limit:
+            cut = True
+            return v[:limit]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(args), cut
+
+
+def tool_requested_payload(tcid: str, name: str, args: Any) -> dict[str, Any]:
+    short, cut = args_preview(args)
+    payload = {"tool_call_id": tcid, "name": name, "args": short}
+    if cut:
+        payload["args_truncated"] = True
+    return payload
+
+
+def good_ts(value: Any) -> str | None:
+    return value if isinstance(value, str) and _TS.match(value) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing one session
+# ---------------------------------------------------------------------------------------------
+
+class SessionBuilder:
+    """Appends events of one imported session along "lines" (chains of events); a line is
+    started by a fork at a real rewind. At `finish`, the current line is `main` and every other
+    line a branch, moved by compare-and-swap and only forward unless the source was rewritten."""
+
+    def __init__(self, ctx: ImportContext, *, fmt: str, file: str, source_id: str, ts: str,
+                 nonce: str, origin: dict, kind: str = "main", title: str = "",
+                 parent_session: str = "", spawn_event: str = "", cwd: str = "",
+                 agent: str = "") -> None:
+        self.ctx = ctx
+        self.repo = ctx.repo
+        self.store = ctx.repo.store
+        self.fmt = fmt
+        self.file = file
+        self.last_ts = good_ts(ts) or EPOCH
+        self.sid, self.root = self.repo.new_session(
+            title=title, ts=self.last_ts, kind=kind, parent_session=parent_session,
+            spawn_event=spawn_event, origin=origin, nonce=nonce, cwd=cwd, checkout=False,
+            actor="ctx-import")
+        ctx.sessions[(fmt, source_id, agent)] = self.sid
+        self.stats = SessionStats(self.sid, fmt, file, source_id, kind,
+                                  parent_session=parent_session, spawn_event=spawn_event)
+        ctx.report.sessions.append(self.stats)
+        self.stats.events = 1  # SessionStarted; new_events counts only events mapped from lines
+        # each line: [tip id, tip generation, name hint]
+        self.lines: list[list[Any]] = [[self.root, 1, ""]]
+        self.cur = 0
+        self._source: dict | None = None
+        self._record: str = ""
+        self.last_compaction = ""  # event id of the last CompactionCompleted on this session
+        self.pending_boundary = ""  # a CompactionStarted waiting for its summary
+        self.pending_meta: dict = {}
+
+    # -- records and positions ---------------------------------------------------------------
+    @property
+    def tip(self) -> str:
+        return self.lines[self.cur][0]
+
+    @property
+    def tip_gen(self) -> int:
+        return self.lines[self.cur][1]
+
+    def begin(self, line_no: int, value: Any, text: str) -> str:
+        """Store the record of one source line; the next event appended carries its source."""
+        self._record = put_record(self.store, self.fmt, value, text, self.ctx.threshold)
+        self._source = {"format": self.fmt, "file": self.file, "line": line_no}
+        self.stats.records += 1
+        return self._record
+
+    def ts(self, value: Any) -> str:
+        ts = good_ts(value)
+        if ts:
+            self.last_ts = ts
+        return self.last_ts
+
+    def fork(self, event_id: str, generation: int, hint: str) -> None:
+        """Start a new line at `event_id` (a real rewind in the source)."""
+        self.lines.append([event_id, generation, hint])
+        self.cur = len(self.lines) - 1
+
+    # -- objects -------------------------------------------------------------------------------
+    def put(self, obj) -> str:
+        return self.store.put_object(obj)
+
+    def message(self, role: str, blocks: list, meta: dict | None = None,
+                provenance: dict | None = None) -> str:
+        return self.put(Message(role, tuple(blocks), provenance=provenance or {"source": self.fmt},
+                                meta=meta or {}))
+
+    def tool_output(self, text: str, source_event: str) -> tuple[str, str, int]:
+        """(preview, artifact id or "", size) of a tool output; big ones become artifacts."""
+        data = text.encode("utf-8", "replace")
+        if len(data) <= self.ctx.threshold:
+            return text, "", len(data)
+        blob = self.store.put_blob(data)
+        pv = preview(text, ARTIFACT_PREVIEW_CHARS)
+        art = self.put(Artifact("tool_output", blob, len(data), summary=pv[:200],
+                                source_event=source_event))
+        self.stats.artifacts += 1
+        return pv, art, len(data)
+
+    # -- events --------------------------------------------------------------------------------
+    def append(self, type: str, actor: str, payload: dict | None = None,
+               causality: dict | None = None, ts: str | None = None) -> str:
+        payload = dict(payload or {})
+        causality = dict(causality or {})
+        if self._record:
+            causality.setdefault("record_id", self._record)
+        if self._source is not None:
+            payload["source"] = self._source
+            self._source = None
+        line = self.lines[self.cur]
+        ev = Event(type, actor, payload, (line[0],), line[1] + 1, ts or self.last_ts, causality)
+        eid, body = codec.encode_object("event", ev.to_dict())
+        if eid not in self.store:
+            self.store.put_body("event", body)
+            self.stats.new_events += 1
+        line[0], line[1] = eid, line[1] + 1
+        self.stats.events += 1
+        return eid
+
+    def compaction(self, summary: str, upto: str, ts: str, *, first_kept: str = "",
+                   source_ids: list[str] | None = None, tokens_before: int = 0,
+                   extra: dict | None = None, message_id: str = "") -> str:
+        """Write a Compaction naming the events it replaced, then its CompactionCompleted event.
+
+        Without `source_ids`, the replaced events are those on the first-parent chain from
+        `upto` back to (not including) the previous compaction or the session root.
+        """
+        if source_ids is None:
+            source_ids = self.chain_since_compaction(upto)
+        comp = Compaction(session=self.sid, first_event=source_ids[0] if source_ids else "",
+                          last_event=source_ids[-1] if source_ids else "",
+                          first_kept=first_kept, source_event_ids=tuple(source_ids),
+                          tokens_before=int(tokens_before or 0), summary=summary,
+                          provenance={"summarizer": self.fmt, "origin": "import", **(extra or {})},
+                          previous=self._compaction_id(self.last_compaction))
+        cid = self.put(comp)
+        caus = {"compaction_id": cid}
+        if message_id:
+            caus["message_id"] = message_id
+        eid = self.append("CompactionCompleted", "system", {"summarizer": self.fmt}, caus, ts)
+        self.last_compaction = eid
+        self.stats.compactions += 1
+        return eid
+
+    def _compaction_id(self, event_id: str) -> str:
+        if not event_id:
+            return ""
+        return self.repo.graph.event(event_id).causality.get("compaction_id", "")
+
+    def chain_since_compaction(self, upto: str) -> list[str]:
+        out: list[str] = []
+        cur = upto
+        graph = self.repo.graph
+        while cur and cur != self.root and cur != self.last_compaction:
+            ev = graph.event(cur)
+            if ev.type == "CompactionCompleted":
+                break
+            out.append(cur)
+            cur = ev.parents[0] if ev.parents else ""
+        out.reverse()
+        return out
+
+    # -- finishing -----------------------------------------------------------------------------
+    def branch_names(self) -> dict[str, str]:
+        names: dict[str, str] = {"main": self.lines[self.cur][0]}
+        for i, (tip, _gen, hint) in enumerate(self.lines):
+            if i == self.cur:
+                continue
+            name = f"rewind-{hint}" if hint else f"rewind-{i}"
+            if name in names:
+                name = f"{name}-{i}"
+            names[name] = tip
+        return names
+
+    def finish(self) -> None:
+        self.store.flush()
+        refs, graph = self.repo.refs, self.repo.graph
+        for name, tip in self.branch_names().items():
+            ref = branch_ref(self.sid, name)
+            cur = refs.read(ref)
+            self.stats.branches[name] = tip
+            if cur == tip:
+                continue
+            if cur is not None and cur != self.root and graph.is_ancestor(tip, cur):
+                self.ctx.report.notes.append(f"{self.file}: branch {name} already holds a longer "
+                                             f"history; left at {cur[:12]}")
+                self.stats.branches[name] = cur
+                continue
+            # the root is every line's ancestor: skip a walk of the whole new history
+            if cur is not None and cur != self.root and not graph.is_ancestor(cur, tip):
+                self.ctx.report.notes.append(f"{self.file}: branch {name} rewritten by the source "
+                                             f"(old tip {cur[:12]} kept in the reflog)")
+            refs.set_if_equals(ref, cur, tip, actor="ctx-import",
+                               message=f"import: {self.fmt} {self.file}")

@@ -1,0 +1,100 @@
+"""Write an imported session back in its source format, or as ctxstore's neutral JSONL.
+
+Source formats are rebuilt from the kept records: the events that carry `payload.source`
+are gathered (from every branch when REV names a session, from REV's history otherwise,
+plus inline subagent sessions cut from the same file), sorted by original line number, and
+each record's line is printed once. The output is JSON-equal to the original, line by line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from ..errors import BadRevision, InvalidInput, NotFound, Unsupported
+from ..objects import Event, Session
+from ..repo import Repository
+from ..revparse import resolve_event
+from . import neutral
+from .records import record_line
+
+SOURCE_FORMATS = ("claude-code", "codex", "pi")
+
+
+def resolve_target(repo: Repository, rev_or_session: str) -> tuple[str, list[str]]:
+    """(session id, tips): all branch tips for a session id, else the one event REV names."""
+    text = rev_or_session.strip()
+    try:
+        sid = repo.resolve_session(text)
+        return sid, list(repo.branches(sid).values())
+    except (BadRevision, NotFound):
+        pass
+    eid = resolve_event(repo, text)
+    return session_of_event(repo, eid), [eid]
+
+
+def session_of_event(repo: Repository, event_id: str) -> str:
+    cur = event_id
+    while True:
+        ev: Event = repo.graph.event(cur)
+        if not ev.parents:
+            sid = ev.payload.get("session", "") if ev.type == "SessionStarted" else ""
+            if not sid:
+                raise InvalidInput(f"event {event_id[:12]} has no SessionStarted root")
+            return sid
+        cur = ev.parents[0]
+
+
+def export_session(repo: Repository, rev_or_session: str, format: str, out: TextIO) -> dict[str, Any]:
+    """Write the session REV names (a session id, branch or event) to `out`.
+
+    `format` is claude-code, codex or pi (the session must have been imported from it) or
+    jsonl. Returns {"session", "format", "lines"}.
+    """
+    sid, tips = resolve_target(repo, rev_or_session)
+    if format == "jsonl":
+        n = neutral.export(repo, sid, tips, out)
+        return {"session": sid, "format": format, "lines": n}
+    if format not in SOURCE_FORMATS:
+        raise InvalidInput(f"unknown export format {format!r}: use claude-code, codex, pi or jsonl")
+    session = repo.session(sid)
+    origin = session.origin.get("format", "")
+    if origin != format:
+        raise Unsupported(f"session {sid[:12]} was not imported from {format} "
+                          f"(origin: {origin or 'native'}); export it with --format jsonl")
+    lines = _source_lines(repo, sid, session, tips)
+    for _line, rid in lines:
+        out.write(record_line(repo.store, rid))
+        out.write("\n")
+    return {"session": sid, "format": format, "lines": len(lines)}
+
+
+def _source_lines(repo: Repository, sid: str, session: Session, tips: list[str]) -> list[tuple[int, str]]:
+    files = set()
+    found: dict[int, str] = {}
+    groups = [tips]
+    for child in _inline_children(repo, sid):
+        groups.append(list(repo.branches(child).values()))
+    for i, group in enumerate(groups):
+        for eid in repo.graph.reachable_events(group):
+            ev = repo.graph.event(eid)
+            src = ev.payload.get("source")
+            rid = ev.causality.get("record_id")
+            if not src or not rid:
+                continue
+            if i == 0:
+                files.add(src.get("file"))
+            elif src.get("file") not in files:
+                continue
+            found.setdefault(int(src.get("line", 0)), rid)
+    return sorted(found.items())
+
+
+def _inline_children(repo: Repository, sid: str) -> list[str]:
+    out = []
+    for other in repo.session_ids():
+        if other == sid:
+            continue
+        s = repo.session(other)
+        if s.parent_session == sid and s.origin.get("layout") == "inline":
+            out.append(other)
+    return out

@@ -1,0 +1,233 @@
+"""pi coding agent sessions (`~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl`).
+
+The first line is the `session` header. v1 entries have no ids: history is the file order
+and a compaction's `firstKeptEntryIndex` counts the header as entry 0. v3 entries form an
+`id`/`parentId` tree: an entry whose parent is not the previous entry is a navigation in the
+tree, so a new branch starts there (`main` is the line holding the last entry). Compactions
+name their first kept entry; the replaced events are those before it back to the previous
+compaction's range. Tool results pair with `toolCall` blocks by id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .common import (
+    MALFORMED,
+    ImportContext,
+    SessionBuilder,
+    iter_jsonl,
+    peek_jsonl,
+    preview,
+    tool_requested_payload,
+)
+
+FMT = "pi"
+KNOWN_TYPES = frozenset({"session", "message", "model_change", "thinking_level_change",
+                         "compaction", "branch_summary", "custom", "custom_message", "label",
+                         "session_info"})
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content
+                         if isinstance(c, dict) and c.get("type") == "text")
+    return ""
+
+
+def _blocks(content: Any) -> list:
+    if isinstance(content, str):
+        return [TextBlock(content)]
+    out: list = []
+    for c in content if isinstance(content, list) else []:
+        if not isinstance(c, dict):
+            continue
+        kind = c.get("type")
+        if kind == "text":
+            out.append(TextBlock(str(c.get("text", ""))))
+        elif kind == "thinking":
+            out.append(ThinkingBlock(str(c.get("thinking", "")), str(c.get("thinkingSignature", ""))))
+        elif kind == "toolCall":
+            out.append(ToolCallBlock(str(c.get("id", "")), str(c.get("name", "")),
+                                     c.get("arguments", {})))
+        elif kind == "image":
+            out.append(ImageBlock(media_type=str(c.get("mimeType", ""))))
+    return out
+
+
+def import_file(ctx: ImportContext, path: Path) -> None:
+    header: dict = next(iter(peek_jsonl(path, limit=1)), {})
+    if header.get("type") != "session":
+        ctx.warn(path.name, 1, "no pi session header on the first line; session named after the file")
+        header = {}
+    source = header.get("id") if isinstance(header.get("id"), str) else path.stem
+    version = header.get("version", 1)
+    origin: dict[str, Any] = {"format": FMT, "id": source, "version": version}
+    parent_path = header.get("parentSession") or header.get("branchedFrom")
+    if isinstance(parent_path, str):
+        origin["parent_path"] = parent_path
+    b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
+                       ts=header.get("timestamp", ""), nonce=source, origin=origin,
+                       kind="fork" if parent_path else "main", cwd=str(header.get("cwd") or ""))
+    PiFile(b, tree=isinstance(version, int) and version >= 2).run(path)
+    b.finish()
+
+
+class PiFile:
+    def __init__(self, b: SessionBuilder, tree: bool) -> None:
+        self.b = b
+        self.tree = tree
+        self.by_index: list[str] = []  # v1: entry index (header = 0) -> last event id
+        self.by_id: dict[str, tuple[str, int]] = {}  # v3: entry id -> (event, generation)
+        self.last_id: str | None = None
+        self.calls: dict[str, tuple[str, str]] = {}
+        self.prev_last = ""  # last event replaced by the previous compaction
+
+    def run(self, path: Path) -> None:
+        b = self.b
+        for n, text, rec in iter_jsonl(b.ctx, path):
+            b.begin(n, rec, text)
+            if rec is MALFORMED:
+                b.append(f"{FMT}:malformed", "system", {})
+                self.by_index.append(b.tip)
+                continue
+            if self.tree and isinstance(rec.get("id"), str):
+                self.position(rec, n)
+            self.entry(rec, n)
+            self.by_index.append(b.tip)
+            if isinstance(rec.get("id"), str):
+                self.by_id[rec["id"]] = (b.tip, b.tip_gen)
+                self.last_id = rec["id"]
+
+    def position(self, rec: dict, n: int) -> None:
+        parent = rec.get("parentId")
+        if parent is None or parent == self.last_id:
+            return
+        found = self.by_id.get(parent)
+        if found is None:
+            self.b.ctx.warn(self.b.file, n, f"dangling parent {parent!r}; attached after the "
+                                            f"previous entry")
+            return
+        self.b.fork(found[0], found[1], rec["id"][:8])
+
+    def entry(self, rec: dict, n: int) -> None:
+        b = self.b
+        t = rec.get("type")
+        ts = b.ts(rec.get("timestamp"))
+        if t == "message" and isinstance(rec.get("message"), dict):
+            self.message(rec["message"], n, ts)
+        elif t == "compaction":
+            self.compaction(rec, n, ts)
+        elif t in ("branch_summary", "custom_message"):
+            role = "summary" if t == "branch_summary" else "custom"
+            text = rec.get("summary") if t == "branch_summary" else _text(rec.get("content"))
+            text = text if isinstance(text, str) else ""
+            mid = b.message(role, [TextBlock(text)], meta={"pi_type": t})
+            b.append("MessageAdded", "system", {"role": role, "text": preview(text)},
+                     {"message_id": mid}, ts)
+        else:
+            if t not in KNOWN_TYPES:
+                b.ctx.warn(b.file, n, f"unknown record type {t!r}; kept as {FMT}:{t}")
+            payload = {k: rec[k] for k in ("name", "label", "customType", "modelId",
+                                           "thinkingLevel", "provider") if isinstance(rec.get(k), str)}
+            b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system", payload, ts=ts)
+
+    def message(self, m: dict, n: int, ts: str) -> None:
+        b = self.b
+        role = m.get("role")
+        if role == "user":
+            mid = b.message("user", _blocks(m.get("content")))
+            b.append("UserPromptSubmitted", "user", {"text": preview(_text(m.get("content")))},
+                     {"message_id": mid}, ts)
+        elif role == "assistant":
+            blocks = _blocks(m.get("content"))
+            meta = {k: m[k] for k in ("model", "provider", "responseId") if isinstance(m.get(k), str)}
+            mid = b.message("assistant", blocks, meta=meta)
+            payload: dict[str, Any] = {"text": preview(_text(m.get("content")))}
+            if isinstance(m.get("model"), str):
+                payload["model"] = m["model"]
+            if isinstance(m.get("usage"), dict):
+                payload["usage"] = m["usage"]
+            b.append("ModelResponseReceived", "model", payload, {"message_id": mid}, ts)
+            for blk in blocks:
+                if isinstance(blk, ToolCallBlock):
+                    eid = b.append("ToolCallRequested", "model",
+                                   tool_requested_payload(blk.tool_call_id, blk.name, blk.args),
+                                   {"tool_call_id": blk.tool_call_id, "message_id": mid}, ts)
+                    self.calls[blk.tool_call_id] = (eid, blk.name)
+        elif role == "toolResult":
+            self.result(m, n, ts)
+        elif role in ("custom", "hookMessage"):
+            text = _text(m.get("content"))
+            mid = b.message("custom", [TextBlock(text)], meta={"pi_role": role})
+            b.append("MessageAdded", "system", {"role": "custom", "text": preview(text)},
+                     {"message_id": mid}, ts)
+        else:
+            payload = {"role": role} if isinstance(role, str) else {}
+            if isinstance(m.get("command"), str):
+                payload["command"] = preview(m["command"], 500)
+            b.append(f"{FMT}:{role if isinstance(role, str) and role else 'message'}", "user",
+                     payload, ts=ts)
+
+    def result(self, m: dict, n: int, ts: str) -> None:
+        b = self.b
+        tcid = str(m.get("toolCallId", ""))
+        call = self.calls.get(tcid)
+        if call is None:
+            b.ctx.warn(b.file, n, f"tool result without its call (toolCallId {tcid!r})")
+            b.append(f"{FMT}:toolResult", "tool", {"tool_call_id": tcid}, ts=ts)
+            return
+        requested, name = call
+        text = _text(m.get("content"))
+        pv, art, size = b.tool_output(text, requested)
+        err = bool(m.get("isError"))
+        block = ToolResultBlock(tcid, text="" if art else text, preview=pv if art else "",
+                                output_ref=art, is_error=err, truncated=bool(art))
+        mid = b.message("tool", [block])
+        caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
+        if err:
+            b.append("ToolCallFailed", "tool", {"tool_call_id": tcid, "name": name,
+                                                "error": preview(text, 1000)}, caus, ts)
+        else:
+            b.append("ToolCallFinished", "tool", {"tool_call_id": tcid, "name": name,
+                                                  "preview": preview(pv), "size": size,
+                                                  "truncated": bool(art)}, caus, ts)
+        b.stats.tool_pairs += 1
+
+    def compaction(self, rec: dict, n: int, ts: str) -> None:
+        b = self.b
+        kept = ""
+        if isinstance(rec.get("firstKeptEntryId"), str):
+            kept = self.by_id.get(rec["firstKeptEntryId"], ("", 0))[0]
+        elif isinstance(rec.get("firstKeptEntryIndex"), int):
+            i = rec["firstKeptEntryIndex"]
+            kept = self.by_index[i] if 0 <= i < len(self.by_index) else ""
+        if not kept:
+            b.ctx.warn(b.file, n, "compaction names a first kept entry that is not in the file; "
+                                  "treated as keeping nothing")
+            source = None
+        else:
+            source = self._replaced(kept)
+        summary = rec.get("summary") if isinstance(rec.get("summary"), str) else ""
+        mid = b.message("summary", [TextBlock(summary)], meta={"pi_type": "compaction"})
+        extra = {"from_hook": bool(rec.get("fromHook"))}
+        b.compaction(summary, b.tip, ts, first_kept=kept, source_ids=source,
+                     tokens_before=rec.get("tokensBefore") or 0, extra=extra, message_id=mid)
+        if source:
+            self.prev_last = source[-1]
+
+    def _replaced(self, kept: str) -> list[str]:
+        """Events before `kept` on its chain, back to the previous compaction's range."""
+        graph, out = self.b.repo.graph, []
+        parents = graph.event(kept).parents
+        cur = parents[0] if parents else ""
+        while cur and cur != self.b.root and cur != self.prev_last:
+            out.append(cur)
+            ev = graph.event(cur)
+            cur = ev.parents[0] if ev.parents else ""
+        out.reverse()
+        return out

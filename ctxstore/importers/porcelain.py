@@ -1,0 +1,98 @@
+"""The import entry point: files and directories in, an ImportReport out; never prints.
+
+`--strict` runs the very same import against a scratch overlay first (reads fall through to
+the real store and refs, writes stay in memory). If that run reports any warning, InvalidInput
+is raised listing them and nothing was written; otherwise the import runs for real. Using the
+same code for the check means strict mode can never disagree with what a real run would do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from ..errors import InvalidInput
+from ..refs import MemoryRefs
+from ..repo import Repository
+from ..store import MemoryStore, ObjectStore
+from . import claude_code, codex, neutral, pi
+from .common import ImportContext, ImportReport, Progress
+from .detect import collect_files
+
+_IMPORTERS = {
+    "claude-code": claude_code.import_file,
+    "codex": codex.import_file,
+    "pi": pi.import_file,
+    "jsonl": neutral.import_file,
+}
+
+
+def import_paths(repo: Repository, paths: list, format: str | None = None, strict: bool = False,
+                 progress: Progress | None = None) -> ImportReport:
+    """Import transcripts from files or directories; see the package docstring."""
+    files = collect_files(list(paths), format)
+    if strict:
+        scratch = _overlay(repo)
+        report = _run(scratch, files, None)
+        if report.warnings:
+            lines = "; ".join(f"{w['file']}:{w['line']}: {w['message']}" for w in report.warnings[:20])
+            more = len(report.warnings) - 20
+            raise InvalidInput(f"--strict: {len(report.warnings)} problem(s), nothing imported: "
+                               f"{lines}" + (f" (and {more} more)" if more > 0 else ""),
+                               warnings=report.warnings)
+    return _run(repo, files, progress)
+
+
+def _run(repo: Repository, files, progress: Progress | None) -> ImportReport:
+    total = sum(os.path.getsize(f) for f, _ in files)
+    ctx = ImportContext(repo, progress, total)
+    for path, fmt in files:
+        ctx.report.files += 1
+        ctx.report.bytes += os.path.getsize(path)
+        if fmt is None:
+            ctx.warn(path.name, 0, "cannot tell the transcript format (empty or not JSONL); "
+                                   "skipped; pass the format explicitly")
+            continue
+        _IMPORTERS[fmt](ctx, path)
+    repo.store.flush()
+    return ctx.report
+
+
+class _OverlayStore(ObjectStore):
+    """Reads from `base`, writes into memory: a dry run that sees what is already stored."""
+
+    def __init__(self, base: ObjectStore) -> None:
+        self.base = base
+        self.top = MemoryStore()
+
+    def _store_body(self, obj_id: str, type_name: str, body: bytes) -> None:
+        self.top._store_body(obj_id, type_name, body)
+
+    def get_raw(self, obj_id: str) -> tuple[str, bytes]:
+        if obj_id in self.top:
+            return self.top.get_raw(obj_id)
+        return self.base.get_raw(obj_id)
+
+    def __contains__(self, obj_id: object) -> bool:
+        return obj_id in self.top or obj_id in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.top
+        yield from (i for i in self.base if i not in self.top)
+
+    def ids_with_prefix(self, prefix: str) -> Iterator[str]:
+        yield from self.top.ids_with_prefix(prefix)
+        yield from (i for i in self.base.ids_with_prefix(prefix) if i not in self.top)
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _overlay(repo: Repository) -> Repository:
+    refs = MemoryRefs()
+    for name, tip in repo.refs.iter_refs("refs/"):
+        refs.set_if_equals(name, None, tip, message="overlay")
+    return Repository(None, _OverlayStore(repo.store), refs, dict(repo.config))

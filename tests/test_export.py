@@ -1,0 +1,64 @@
+"""Neutral JSONL export: schema, artifacts inline or by reference, and REV forms."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxstore.importers import export_session, import_paths
+from ctxstore.importers.neutral import export as neutral_export
+from ctxstore.repo import Repository
+
+SOUND = Path("/work/shared/corpus/sessions/claude-code/"
+             "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl")
+pytestmark = pytest.mark.skipif(not SOUND.is_file(), reason="session corpus not available")
+
+
+@pytest.fixture(scope="module")
+def imported():
+    repo = Repository.memory()
+    report = import_paths(repo, [SOUND])
+    return repo, report.sessions[0]
+
+
+def _lines(repo, sid, **kw):
+    out = io.StringIO()
+    neutral_export(repo, sid, list(repo.branches(sid).values()), out, **kw)
+    return [json.loads(x) for x in out.getvalue().splitlines()]
+
+
+def test_schema_parents_first_and_branches_last(imported):
+    repo, s = imported
+    lines = _lines(repo, s.session)
+    kinds = [x["ctxstore"] for x in lines]
+    assert kinds[0] == "session" and kinds[-1] == "branch" and kinds.count("event") == s.events
+    seen = set()
+    for x in lines[1:-1]:
+        assert all(p in seen for p in x["event"]["parents"])
+        seen.add(x["id"])
+    types = {o["type"] for x in lines[1:-1] for o in x["objects"]}
+    assert {"record", "message", "artifact", "blob"} <= types
+
+
+def test_artifacts_by_reference_only(imported, tmp_path):
+    repo, s = imported
+    inline = _lines(repo, s.session)
+    by_ref = _lines(repo, s.session, inline_artifacts=False)
+    blobs = lambda ls: sum(o["type"] == "blob" for x in ls[1:-1] for o in x["objects"])  # noqa: E731
+    # imported outputs are also the record's externalized strings, so the record still
+    # carries them: by-reference never drops what the source-format export needs
+    assert blobs(by_ref) == blobs(inline)
+    assert [x.get("id") for x in by_ref] == [x.get("id") for x in inline]
+
+
+def test_export_by_session_prefix_and_event(imported):
+    repo, s = imported
+    whole = io.StringIO()
+    assert export_session(repo, s.session[:10], "claude-code", whole)["lines"] == 211
+    tip = repo.branches(s.session)["main"]
+    parent = repo.graph.event(tip).parents[0]
+    part = io.StringIO()
+    assert export_session(repo, parent, "claude-code", part)["lines"] == 210

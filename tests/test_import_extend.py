@@ -1,0 +1,128 @@
+"""Longer versions extend, the neutral JSONL round-trips to identical ids, and an imported
+session works with the rest of ctxstore (log, diff, state, context)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxstore.importers import export_session, import_paths
+from ctxstore.porcelain.history import diff, log
+from ctxstore.repo import Repository
+from ctxstore.state import project
+
+CORPUS = Path("/work/shared/corpus/sessions")
+JSSOUND = CORPUS / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl"
+IDEAS = CORPUS / "claude-code" / "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl"
+CODEX = CORPUS / "codex" / "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl"
+
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="session corpus not available")
+
+
+def _prefix(src: Path, tmp_path: Path, n: int) -> Path:
+    out = tmp_path / "prefix" / src.name
+    out.parent.mkdir(exist_ok=True)
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    out.write_text("".join(lines[:n]), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("src", [JSSOUND, CODEX], ids=["claude-code", "codex"])
+def test_longer_version_fast_forwards(tmp_path, src):
+    repo = Repository.memory()
+    first = import_paths(repo, [_prefix(src, tmp_path, 60)])
+    sid = first.sessions[0].session
+    old_tip = repo.branches(sid)["main"]
+    second = import_paths(repo, [src])
+    assert second.sessions[0].session == sid
+    new_tip = repo.branches(sid)["main"]
+    assert new_tip != old_tip and repo.graph.is_ancestor(old_tip, new_tip)
+    assert second.new_events == second.events - first.events
+    assert not second.notes
+
+
+def test_longer_version_with_a_new_rewind_keeps_old_line(tmp_path):
+    repo = Repository.memory()
+    sid = import_paths(repo, [_prefix(IDEAS, tmp_path, 36)]).sessions[0].session
+    old_tip = repo.branches(sid)["main"]
+    report = import_paths(repo, [IDEAS])
+    branches = repo.branches(sid)
+    assert set(branches) == {"main", "rewind-a2c5ddf6"}
+    assert repo.graph.is_ancestor(old_tip, branches["rewind-a2c5ddf6"])
+    assert any("rewritten" in n for n in report.notes)
+
+
+def test_neutral_jsonl_round_trip_identical_ids(tmp_path):
+    src = Repository.memory()
+    report = import_paths(src, [IDEAS])
+    sid = report.sessions[0].session
+    out = io.StringIO()
+    export_session(src, sid, "jsonl", out)
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert lines[0]["ctxstore"] == "session" and lines[0]["id"] == sid
+    assert sum(x["ctxstore"] == "event" for x in lines) == report.events
+    path = tmp_path / "neutral.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    dst = Repository.memory()
+    back = import_paths(dst, [path])
+    assert back.warnings == [] and back.sessions[0].session == sid
+    assert dst.branches(sid) == src.branches(sid)
+    assert set(dst.store) <= set(src.store)
+    # and the re-imported session still exports to the original Claude Code lines
+    again = io.StringIO()
+    export_session(dst, sid, "claude-code", again)
+    assert [json.loads(x) for x in again.getvalue().splitlines()] == \
+           [json.loads(x) for x in IDEAS.read_text().splitlines() if x.strip()]
+
+
+def test_export_of_a_branch_and_format_checks(tmp_path):
+    repo = Repository.memory()
+    sid = import_paths(repo, [IDEAS]).sessions[0].session
+    out = io.StringIO()
+    res = export_session(repo, f"{sid}/rewind-a2c5ddf6", "claude-code", out)
+    assert res["lines"] < 61  # only that line of history
+    from ctxstore.errors import InvalidInput, Unsupported
+
+    with pytest.raises(Unsupported):
+        export_session(repo, sid, "codex", io.StringIO())
+    with pytest.raises(InvalidInput):
+        export_session(repo, sid, "yaml", io.StringIO())
+
+
+def test_imported_session_works_everywhere():
+    repo = Repository.memory()
+    sid = import_paths(repo, [IDEAS]).sessions[0].session
+    main, rewind = f"{sid}/main", f"{sid}/rewind-a2c5ddf6"
+    assert len(log(repo, main)) > 10
+    d = diff(repo, main, rewind)
+    assert d.base and d.only_a and d.only_b
+    events = list(reversed(log(repo, main)))
+    state = project(events, messages=lambda mid: repo.store.get(mid))
+    assert state.version == len(events) and state.pending_tool_calls == {}
+    sound = Repository.memory()
+    ssid = import_paths(sound, [JSSOUND]).sessions[0].session
+    s2 = project(reversed(log(sound, f"{ssid}/main")))
+    assert s2.tool_calls["completed"] + s2.tool_calls["failed"] == 71
+    assert s2.pending_tool_calls == {}
+    context = pytest.importorskip("ctxstore.context")
+    history = [(eid, ev, repo.store.get(ev.causality["message_id"])
+                if "message_id" in ev.causality else None) for eid, ev in events]
+    cands = context.candidates_from_history(state, history)
+    bundle = context.build_context(state, cands, budget=50_000)
+    assert bundle is not None
+
+
+def test_on_disk_repository(tmp_path):
+    pytest.importorskip("ctxstore.store.packstore")
+    repo = Repository.init(tmp_path)
+    first = import_paths(repo, [IDEAS])
+    repo.close()
+    repo = Repository.open(tmp_path)
+    again = import_paths(repo, [IDEAS])
+    assert again.new_events == 0 and again.sessions[0].session == first.sessions[0].session
+    out = io.StringIO()
+    export_session(repo, first.sessions[0].session, "claude-code", out)
+    assert len(out.getvalue().splitlines()) == 61
