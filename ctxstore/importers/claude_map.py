@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from .common import SessionBuilder, preview, tool_requested_payload
 
 FMT = "claude-code"
@@ -132,21 +132,8 @@ def _tool_result(b: SessionBuilder, fs: FileState, rec: dict, res: dict, line: i
     requested, name = call
     out = res.get("content")
     text = out if isinstance(out, str) else content_text(out)
-    pv, art, size = b.tool_output(text, requested)
-    truncated = bool(art)
-    block = ToolResultBlock(tcid, text="" if art else text, preview=pv if art else "",
-                            output_ref=art, is_error=bool(res.get("is_error")), truncated=truncated)
-    mid = b.message("tool", [block], meta={"uuid": rec.get("uuid", "")})
-    caus = {"tool_call_id": tcid, "message_id": mid}
-    if art:
-        caus["artifact_id"] = art
-    if res.get("is_error"):
-        b.append("ToolCallFailed", "tool", {"tool_call_id": tcid, "name": name,
-                                            "error": preview(text, 1000)}, caus, ts)
-    else:
-        b.append("ToolCallFinished", "tool", {"tool_call_id": tcid, "name": name, "preview": preview(pv),
-                                              "size": size, "truncated": truncated}, caus, ts)
-    b.stats.tool_pairs += 1
+    b.tool_result(tcid, name, requested, text, bool(res.get("is_error")), ts,
+                  meta={"uuid": rec.get("uuid", "")})
     tur = rec.get("toolUseResult")
     if name in SPAWN_TOOLS and isinstance(tur, dict) and isinstance(tur.get("agentId"), str):
         b.ctx.agent_spawns[(fs.source_id, tur["agentId"])] = requested

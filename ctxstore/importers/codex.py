@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from .common import (
     MALFORMED,
     ImportContext,
@@ -181,14 +181,7 @@ class Rollout:
         requested, name = call
         out = p.get("output")
         text = out if isinstance(out, str) else _text_of(out) if out is not None else ""
-        pv, art, size = b.tool_output(text, requested)
-        block = ToolResultBlock(tcid, text="" if art else text, preview=pv if art else "",
-                                output_ref=art, truncated=bool(art))
-        mid = b.message("tool", [block])
-        caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
-        b.append("ToolCallFinished", "tool", {"tool_call_id": tcid, "name": name, "preview": preview(pv),
-                                              "size": size, "truncated": bool(art)}, caus, ts)
-        b.stats.tool_pairs += 1
+        b.tool_result(tcid, name, requested, text, False, ts)
 
     def compacted(self, p: dict, ts: str) -> None:
         b = self.b

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import codec
-from ..objects import Artifact, Compaction, Event, Message
+from ..objects import Artifact, Compaction, Event, Message, ToolResultBlock
 from ..refs import branch_ref
 from ..repo import Repository
 from .records import MALFORMED, put_record
@@ -305,6 +305,23 @@ class SessionBuilder:
                                 source_event=source_event))
         self.stats.artifacts += 1
         return pv, art, len(data)
+
+    def tool_result(self, tcid: str, name: str, requested: str, text: str, is_error: bool,
+                    ts: str, meta: dict | None = None) -> str:
+        """The result half of a tool pair: Message(role tool) + ToolCallFinished/Failed, with
+        an artifact for a large output. Returns the event id."""
+        pv, art, size = self.tool_output(text, requested)
+        block = ToolResultBlock(tcid, text="" if art else text, preview=pv if art else "",
+                                output_ref=art, is_error=is_error, truncated=bool(art))
+        mid = self.message("tool", [block], meta=meta)
+        caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
+        self.stats.tool_pairs += 1
+        if is_error:
+            return self.append("ToolCallFailed", "tool", {"tool_call_id": tcid, "name": name,
+                                                          "error": preview(text, 1000)}, caus, ts)
+        return self.append("ToolCallFinished", "tool", {"tool_call_id": tcid, "name": name,
+                                                        "preview": preview(pv), "size": size,
+                                                        "truncated": bool(art)}, caus, ts)
 
     # -- events --------------------------------------------------------------------------------
     def append(self, type: str, actor: str, payload: dict | None = None,

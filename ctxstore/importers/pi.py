@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from .common import (
     MALFORMED,
     ImportContext,
@@ -183,20 +183,7 @@ class PiFile:
             return
         requested, name = call
         text = _text(m.get("content"))
-        pv, art, size = b.tool_output(text, requested)
-        err = bool(m.get("isError"))
-        block = ToolResultBlock(tcid, text="" if art else text, preview=pv if art else "",
-                                output_ref=art, is_error=err, truncated=bool(art))
-        mid = b.message("tool", [block])
-        caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
-        if err:
-            b.append("ToolCallFailed", "tool", {"tool_call_id": tcid, "name": name,
-                                                "error": preview(text, 1000)}, caus, ts)
-        else:
-            b.append("ToolCallFinished", "tool", {"tool_call_id": tcid, "name": name,
-                                                  "preview": preview(pv), "size": size,
-                                                  "truncated": bool(art)}, caus, ts)
-        b.stats.tool_pairs += 1
+        b.tool_result(tcid, name, requested, text, bool(m.get("isError")), ts)
 
     def compaction(self, rec: dict, n: int, ts: str) -> None:
         b = self.b
