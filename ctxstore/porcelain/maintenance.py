@@ -6,6 +6,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,7 +203,7 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     if cutoff is None:  # --prune=never: nothing is old enough
         cutoff = float("-inf")
     store.flush()
-    with RepackLock(store.packs_dir):
+    with nullcontext() if dry_run else RepackLock(store.packs_dir):
         expired = reflog_expire(repo, expire=expire, expire_unreachable=expire_unreachable,
                                 dry_run=dry_run, now=now).expired
         if step:

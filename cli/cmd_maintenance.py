@@ -1,0 +1,100 @@
+"""Maintenance: gc, fsck, reflog-expire."""
+
+from __future__ import annotations
+
+import click
+
+from ctxstore import fsck_repo
+from ctxstore.errors import IntegrityProblems
+from ctxstore.porcelain import maintenance as pm
+
+from .cmd_transfer import Progress, progress_option
+from .main import cli
+from .render import emit_json
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.2f} MB"
+
+
+@cli.command("gc")
+@click.option("--prune", default=pm.DEFAULT_PRUNE, show_default=True, metavar="WHEN",
+              help="Only packs last written before WHEN are rewritten (now, never, "
+                   "N.days.ago, an ISO date); newer objects are kept whatever they are.")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
+@click.option("--json", "as_json", is_flag=True)
+@progress_option
+@click.pass_obj
+def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> None:
+    """Expire reflogs, keep everything reachable from refs, HEAD and reflogs, rewrite the live
+    objects into a new pack and only then delete the old packs."""
+    with Progress(show_progress) as bar:
+        res = pm.gc(state.repo, prune=prune, dry_run=dry_run, progress=bar)
+    if as_json:
+        emit_json(res.to_dict())
+        return
+    verb = "Would remove" if dry_run else "Removed"
+    click.echo(f"Marked {res.live} live objects from {res.roots} roots; {verb.lower()} "
+               f"{res.objects_removed} of {res.objects_before} objects in old packs")
+    if not dry_run:
+        saved = res.bytes_before - res.bytes_after
+        click.echo(f"Packs {res.packs_before} -> {res.packs_after}; bytes {_size(res.bytes_before)}"
+                   f" -> {_size(res.bytes_after)} (saved {_size(saved)}); {res.seconds:.2f}s")
+    if res.reflog_expired:
+        click.echo(f"{'Would expire' if dry_run else 'Expired'} {res.reflog_expired} reflog entries")
+    if res.kept_packs:
+        click.echo(f"{res.kept_packs} pack(s) kept whole (newer than --prune={prune}, in use, "
+                   f"or damaged)")
+    if res.missing:
+        click.echo(f"warning: {len(res.missing)} linked object(s) missing; run `ctx fsck`",
+                   err=True)
+
+
+@cli.command("fsck")
+@click.option("--full", is_flag=True, help="Also re-read and re-hash every stored record, "
+                                           "reachable or not, and check pack indexes.")
+@click.option("--json", "as_json", is_flag=True)
+@progress_option
+@click.pass_obj
+def fsck_cmd(state, full: bool, as_json: bool, show_progress) -> None:
+    """Check refs, reflogs, connectivity (every parent, message, artifact, summary and snapshot
+    link resolves), generation numbers, tool call/result pairs and compaction ranges.
+
+    Exits 13 after listing each problem with its object id."""
+    with Progress(show_progress) as bar:
+        problems = fsck_repo.check(state.repo, full=full, progress=bar)
+    if as_json:
+        emit_json({"ok": not problems, "full": full, "problems": [p.to_dict() for p in problems]})
+    else:
+        for p in problems:
+            click.echo(f"{p.kind:<11} {p.id or '-'} {p.message}")
+        if not problems:
+            click.echo("ok: no problems found" + (" (full check)" if full else ""))
+    if problems:
+        raise IntegrityProblems(f"fsck found {len(problems)} problem(s)",
+                                problems=[p.to_dict() for p in problems])
+
+
+@cli.command("reflog-expire")
+@click.argument("refs", nargs=-1, metavar="[REF]...")
+@click.option("--expire", default=pm.DEFAULT_EXPIRE, show_default=True, metavar="WHEN",
+              help="Drop entries older than WHEN.")
+@click.option("--expire-unreachable", default=pm.DEFAULT_EXPIRE_UNREACHABLE, show_default=True,
+              metavar="WHEN", help="Drop entries older than WHEN that the ref's tip does not reach.")
+@click.option("--dry-run", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def reflog_expire_cmd(state, refs, expire: str, expire_unreachable: str, dry_run: bool,
+                      as_json: bool) -> None:
+    """Prune old reflog entries (all reflogs, or the named full ref names such as HEAD or
+    refs/sessions/SESSION/BRANCH), so gc can remove what only they kept alive."""
+    res = pm.reflog_expire(state.repo, expire=expire, expire_unreachable=expire_unreachable,
+                           dry_run=dry_run, refs=list(refs) or None)
+    if as_json:
+        emit_json(res.to_dict())
+        return
+    for name, counts in res.refs.items():
+        if counts["expired"]:
+            click.echo(f"{name}: {counts['expired']} expired, {counts['kept']} kept")
+    verb = "would expire" if dry_run else "expired"
+    click.echo(f"{res.expired} entries {verb}, {res.kept} kept")

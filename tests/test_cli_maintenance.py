@@ -1,0 +1,66 @@
+"""`ctx gc`, `ctx fsck`, `ctx reflog-expire` through the CLI."""
+
+from __future__ import annotations
+
+import os
+
+from ctxstore.objects import Event
+from ctxstore.repo import Repository
+from tests.clitools import Ctx, store_files
+from tests.test_links import build_repo
+
+
+def _repo(tmp_path, garbage: int = 20):
+    repo, info = build_repo(tmp_path)
+    for i in range(garbage):
+        repo.store.put_blob(os.urandom(32) + b"%d" % i)
+    repo.close()
+    return Ctx(tmp_path), info
+
+
+def test_gc_dry_run_changes_nothing_then_gc_removes(tmp_path):
+    ctx, info = _repo(tmp_path)
+    before = store_files(tmp_path)
+    dry = ctx.json("gc", "--prune=now", "--dry-run")
+    assert dry["dry_run"] and dry["objects_removed"] >= 20
+    assert store_files(tmp_path) == before
+    text = ctx("gc", "--prune=now").stdout
+    assert "removed" in text and "bytes" in text
+    res = ctx.json("gc", "--prune=now")
+    assert res["objects_removed"] == 0
+    assert ctx.json("log", "-n", "1")[0]["id"] == info["main"]
+    assert "ok: no problems" in ctx("fsck", "--full").stdout
+
+
+def test_gc_default_grace_keeps_everything(tmp_path):
+    ctx, _ = _repo(tmp_path)
+    assert ctx.json("gc")["objects_removed"] == 0
+
+
+def test_fsck_lists_each_problem_and_exits_13(tmp_path):
+    ctx, info = _repo(tmp_path, garbage=0)
+    repo = Repository.open(tmp_path)
+    bad = repo.store.put_object(Event("MessageAdded", "agent", {}, (info["main"],), 42, ""))
+    repo.refs.set_if_equals(f"refs/sessions/{info['session']}/bad", None, bad)
+    repo.close()
+    res = ctx("fsck", code=13)
+    assert f"generation  {bad}" in res.stdout
+    assert res.stderr == "ctx: error: fsck found 1 problem(s)\n"
+    data = ctx("fsck", "--json", code=13).stdout
+    assert '"kind": "generation"' in data and bad in data
+
+
+def test_fsck_clean_json(tmp_path):
+    ctx, _ = _repo(tmp_path, garbage=0)
+    assert ctx.json("fsck", "--full") == {"ok": True, "full": True, "problems": []}
+
+
+def test_reflog_expire(tmp_path):
+    ctx, info = _repo(tmp_path, garbage=0)
+    dry = ctx.json("reflog-expire", "--expire=now", "--dry-run")
+    assert dry["expired"] > 0 and dry["dry_run"]
+    ref = f"refs/sessions/{info['session']}/main"
+    res = ctx.json("reflog-expire", "--expire=now", ref)
+    assert res["refs"][ref]["kept"] == 0 and res["expired"] > 0
+    assert "0 entries expired" in ctx("reflog-expire").stdout
+    assert "cannot read time" in ctx.fails(10, "reflog-expire", "--expire=soon")
