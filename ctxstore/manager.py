@@ -21,6 +21,7 @@ from typing import Any
 
 from .context import (
     DEFAULT_EVICTION_ORDER,
+    RECENT_TURNS,
     ContextBundle,
     Segment,
     Tokenizer,
@@ -284,18 +285,29 @@ class ContextManager:
         sid = self.store.store.put("snapshot", snapshot_value(state))
         self.snapshots.put(event_id, sid)
 
-    def history(self, rev: str | None = None, *, limit: int = MAX_HISTORY_EVENTS
+    def history(self, rev: str | None = None, *, limit: int = MAX_HISTORY_EVENTS,
+                token_budget: int | None = None
                 ) -> tuple[list[tuple[str, Event, Message | None]], Compaction | None, str | None]:
         """Recent first-parent history, oldest first, bounded by the newest compaction (whose
-        record is returned with the CompactionCompleted event id) or by `limit` events."""
+        record is returned with the CompactionCompleted event id), by `limit` events, and —
+        once the recent turns are in — by about `token_budget` tokens of estimated text: older
+        history could only be offered as P3 chatter that cannot fit anyway."""
         graph = self.store.graph
         out: list[tuple[str, Event]] = []
         compaction: Compaction | None = None
         comp_event: str | None = None
         eid: str | None = self._rev(rev)
         first_kept: str | None = None
+        estimate, prompts = 0, 0
+        stop_at = None if token_budget is None else token_budget
         while eid is not None and len(out) < limit:
             ev = graph.event(eid)
+            if stop_at is not None:
+                p = ev.payload
+                estimate += 8 + len(str(p.get("text") or p.get("preview") or "")) // 4
+                prompts += ev.type == "UserPromptSubmitted"
+                if estimate > stop_at and prompts > RECENT_TURNS and compaction is None:
+                    break
             if compaction is None and ev.type == "CompactionCompleted" and ev.causality.get("compaction_id"):
                 obj = self.store.store.get(ev.causality["compaction_id"])
                 if isinstance(obj, Compaction):
@@ -323,7 +335,7 @@ class ContextManager:
         reserved = int(reserved_output if reserved_output is not None else
                        min(cfg.get("reserved_output", 0), budget // 4))
         state = self.project_state(rev)
-        hist, compaction, comp_event = self.history(rev)
+        hist, compaction, comp_event = self.history(rev, token_budget=budget)
         current = None
         if compaction is not None and not any(e.type == "UserPromptSubmitted" for _, e, _ in hist):
             current = self._last_prompt(compaction)  # invariant 5: the request survives compaction

@@ -1,0 +1,94 @@
+"""Issue 4's benchmark: build_context at the tip of a 1k and a 100k-event session, and state
+projection from scratch vs from a snapshot.
+
+Targets: build_context at 100k < 50 ms of work and within 2x of 1k (snapshots working).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ctxstore import ContextManager, Store
+
+
+def _session(root: Path, n_events: int) -> ContextManager:
+    """A coding session of about n_events events written in large transactions."""
+    store = Store.init(root)
+    cm = ContextManager.start(store, "bench", "Fix the failing test and verify it.",
+                              nonce=f"ctx-bench-{n_events}")
+    cm.update_state({"constraints": {"hard": ["Do not modify the public API."]}})
+    turn = 0
+    with store.transaction(cm.ref, message="bench") as tx:
+        while len(tx.appended) < n_events - 2:
+            turn += 1
+            tx.append("UserPromptSubmitted", "user", {"text": f"step {turn}: continue the fix"})
+            tx.append("ToolCallRequested", "model", {"tool_call_id": f"c{turn}", "name": "bash",
+                                                     "args": {"cmd": f"pytest -k t{turn}"}},
+                      {"tool_call_id": f"c{turn}"})
+            tx.append("ToolCallFinished", "tool", {"tool_call_id": f"c{turn}", "preview": "ok " * 40},
+                      {"tool_call_id": f"c{turn}"})
+            tx.append("FileWritten", "tool", {"path": f"src/m{turn % 50}.py", "change_summary": "edit"})
+    return cm
+
+
+#: Work is bounded by the budget, not the session: history older than what fits is not loaded.
+#: At 8k both sessions overflow the window; at 32k the 1k session fits whole, the 100k one fills it.
+BUDGETS = (8_000, 32_000)
+
+
+def _best(fn, repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def run(quick: bool = False) -> list[dict]:
+    sizes = (1_000, 20_000 if quick else 100_000)
+    tmp = Path(tempfile.mkdtemp(prefix="ctx-bench-context-"))
+    rows: list[dict] = []
+    try:
+        results = {}
+        for n in sizes:
+            cm = _session(tmp / str(n), n)
+            t = time.perf_counter()
+            cm.project_state(use_snapshots=False)
+            scratch = time.perf_counter() - t
+            t = time.perf_counter()
+            cm.project_state()  # first call writes snapshots along the way
+            first = time.perf_counter() - t
+            snap = _best(lambda cm=cm: cm.project_state())
+            row = {"benchmark": "context", "events": n, "project from scratch ms": scratch * 1e3,
+                   "project, first (writes snapshots) ms": first * 1e3,
+                   "project from snapshot ms": snap * 1e3}
+            for budget in BUDGETS:
+                results[n, budget] = _best(lambda cm=cm, b=budget: cm.build_context(budget=b))
+                row[f"build_context {budget // 1000}k ms"] = results[n, budget] * 1e3
+            rows.append(row)
+            cm.store.close()
+        small, large = sizes
+        for budget in BUDGETS:
+            ratio = results[large, budget] / results[small, budget]
+            rows.append({"benchmark": "context", "events": f"{large} vs {small}, {budget // 1000}k budget",
+                         f"build_context {budget // 1000}k ms": results[large, budget] * 1e3,
+                         "ratio": ratio, "target": "< 50 ms and <= 2x",
+                         "ok": results[large, budget] < 0.05 and ratio <= 2})
+        return rows
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    from .table import print_rows
+
+    print_rows(run(quick="--quick" in sys.argv))
+
+
+if __name__ == "__main__":
+    main()
