@@ -187,6 +187,7 @@ def test_ambiguous_prefix(ctx, session):
 
 def test_no_store_found(tmp_path):
     from click.testing import CliRunner
+
     from ctxstore.cli.main import cli
 
     res = CliRunner().invoke(cli, ["log"])
