@@ -29,7 +29,7 @@ from .context import (
     candidates_from_history,
     default_tokenizer,
 )
-from .errors import BadRevision, CtxError, InvalidInput, NotFound
+from .errors import BadRevision, CompactionRejected, CtxError, InvalidInput, NotFound
 from .objects import (
     Artifact,
     Compaction,
@@ -51,6 +51,8 @@ PREVIEW_BYTES = 1024
 SNAPSHOT_EVERY = 1024
 #: How far back the context builder looks for history (events) when no compaction bounds it.
 MAX_HISTORY_EVENTS = 4000
+#: Compact automatically when the material offered passes this share of the input budget.
+DEFAULT_AUTO_COMPACT_SHARE = 0.8
 
 
 def _preview(text: str, limit: int = PREVIEW_BYTES) -> str:
@@ -327,13 +329,40 @@ class ContextManager:
                       system_prompt: str | None = None, tools: Sequence[Mapping] | None = None,
                       extra: Sequence[Segment] = (), reserved_output: int | None = None,
                       eviction_order: Sequence[str] = DEFAULT_EVICTION_ORDER,
-                      record: bool = False) -> ContextBundle:
-        """Compile the model input at REV. With record=True the bundle is stored and a
-        ContextBuilt event naming it is appended, so the call can be audited later."""
+                      record: bool = False, auto_compact: bool = True) -> ContextBundle:
+        """Compile the model input at REV (default: this branch's tip).
+
+        With record=True the bundle is stored and a ContextBuilt event naming it is appended,
+        so "what exactly did the model see" is answerable later. At the tip, when the material
+        offered passes the session's `auto_compact_share` of the window (default 0.8; 0 turns
+        it off), the branch is compacted first; a compaction that fails its checks is skipped
+        and the builder trims instead."""
         cfg = self.store.session(self.session).config
         budget = int(budget if budget is not None else cfg.get("context_window", 200_000))
         reserved = int(reserved_output if reserved_output is not None else
                        min(cfg.get("reserved_output", 0), budget // 4))
+        bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra, eviction_order)
+        share = float(cfg.get("auto_compact_share", DEFAULT_AUTO_COMPACT_SHARE))
+        demand = sum(seg.tokens for seg in bundle.segments)
+        if auto_compact and rev is None and share > 0 and demand > share * bundle.available_tokens:
+            from .compaction import compact
+
+            try:
+                compact(self, keep_recent_tokens=max(1, int(bundle.available_tokens * share / 4)))
+            except CompactionRejected:
+                pass
+            else:
+                bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra,
+                                       eviction_order)
+        if record:
+            bid = self.store.store.put("bundle", bundle.to_dict())
+            self.append_event("ContextBuilt", "system",
+                              {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
+                               "tokenizer": bundle.tokenizer}, {"bundle_id": bid})
+        return bundle
+
+    def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order
+                 ) -> ContextBundle:
         state = self.project_state(rev)
         hist, compaction, comp_event = self.history(rev, token_budget=budget)
         current = None
@@ -346,13 +375,7 @@ class ContextManager:
             if compaction else (), tokenizer=self.tokenizer)
         cands.extend(self._merge_segments(hist))
         cands.extend(extra)
-        bundle = build_context(state, cands, budget, self.tokenizer, eviction_order, reserved)
-        if record:
-            bid = self.store.store.put("bundle", bundle.to_dict())
-            self.append_event("ContextBuilt", "system",
-                              {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
-                               "tokenizer": bundle.tokenizer}, {"bundle_id": bid})
-        return bundle
+        return build_context(state, cands, budget, self.tokenizer, eviction_order, reserved)
 
     def _last_prompt(self, compaction: Compaction) -> str | None:
         """Text of the newest user prompt a compaction summarized, if any."""

@@ -273,3 +273,17 @@ def test_cli_compact_and_merge(tmp_path):
     err = ctx.fails(11, "compact", "--keep-recent-tokens", "50", "--summarizer", f"{sys.executable} {script}")
     assert "summarizer_output" in err
     assert ctx.json("log", "-n", "1")[0]["id"] == before
+
+
+def test_auto_compaction_when_context_passes_share_of_window():
+    cm = coding_session(30, big_output=1500)
+    tip = cm.tip
+    bundle = cm.build_context(budget=4000)  # the library default: auto-compaction on
+    ev = cm.store.graph.event(cm.tip)
+    assert ev.type == "CompactionCompleted" and ev.parents == (tip,)
+    assert any(s.kind == "summary" and s.kept for s in bundle.segments)
+    # read-only callers can turn it off; share 0 in the session config turns it off too
+    cm2 = coding_session(30, big_output=1500)
+    tip2 = cm2.tip
+    cm2.build_context(budget=4000, auto_compact=False)
+    assert cm2.tip == tip2

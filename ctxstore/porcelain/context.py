@@ -43,7 +43,8 @@ def state(repo: Repository, rev: str | None = None) -> AgentState:
 def context(repo: Repository, rev: str | None = None, budget: int | None = None,
             system_prompt: str | None = None, record: bool = False) -> ContextBundle:
     cm, eid = manager_at(repo, rev)
-    return cm.build_context(eid, budget=budget, system_prompt=system_prompt, record=record)
+    return cm.build_context(eid, budget=budget, system_prompt=system_prompt, record=record,
+                            auto_compact=False)
 
 
 def render_payload(bundle: ContextBundle, fmt: str) -> dict[str, Any]:
