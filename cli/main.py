@@ -18,7 +18,7 @@ from ctxstore.repo import Repository
 #: Command modules, in the order `ctx --help` lists their commands' families.
 COMMAND_MODULES = (
     "cmd_store", "cmd_sessions", "cmd_history", "cmd_branches", "cmd_context",
-    "cmd_compact", "cmd_transfer", "cmd_maintenance", "cmd_demo",
+    "cmd_compact", "cmd_import", "cmd_transfer", "cmd_maintenance", "cmd_demo",
 )
 
 

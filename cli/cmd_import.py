@@ -1,0 +1,93 @@
+"""Transcripts in and out: import, export."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ctxstore.importers import FORMATS, export_session, import_paths
+
+from .main import cli
+from .render import emit_json, short, style
+
+EXPORT_FORMATS = ("claude-code", "codex", "pi", "jsonl")
+
+
+@cli.command("import")
+@click.argument("args", nargs=-1, required=True, metavar="[FORMAT] PATH...")
+@click.option("--strict", is_flag=True,
+              help="Any bad-input finding is an error and nothing is written.")
+@click.option("--json", "as_json", is_flag=True,
+              help="{files, bytes, sessions, events, new_events, artifacts, warnings, ...}")
+@click.pass_obj
+def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> None:
+    """Import Claude Code, Codex or pi transcripts (or ctxstore JSONL) from files or folders.
+
+    FORMAT is claude-code, codex, pi or jsonl; detected per file when omitted. Folders are
+    searched for *.jsonl (e.g. a whole ~/.claude/projects tree, subagents included).
+    Importing the same file twice adds nothing; a longer version of a session extends it.
+    Bad lines are reported with file and line number and the rest is imported.
+
+    \b
+    Examples:
+      ctx import ~/.claude/projects
+      ctx import codex ~/.codex/sessions/2026/11/rollout-*.jsonl
+      ctx import --strict session.jsonl
+    """
+    fmt = None
+    paths = list(args)
+    if paths and paths[0] in FORMATS:
+        fmt = paths.pop(0)
+    if not paths:
+        raise click.UsageError("give at least one PATH to import")
+    bar = None
+    if not as_json and sys.stderr.isatty():
+        bar = click.progressbar(length=1, label="importing", file=sys.stderr)
+
+    def progress(done: int, total: int, path: str) -> None:
+        if bar is not None:
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
+
+    try:
+        report = import_paths(state.repo, paths, format=fmt, strict=strict, progress=progress)
+    finally:
+        if bar is not None:
+            bar.render_finish()
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    s = report.summary()
+    click.echo(f"Imported {s['files']} file(s), {s['bytes']:,} bytes: {s['sessions']} session(s), "
+               f"{s['events']:,} events ({s['new_events']:,} new), {s['artifacts']} artifact(s), "
+               f"{s['warnings']} warning(s)")
+    for st in report.sessions:
+        d = st.to_dict()
+        click.echo(f"  {style(short(d.get('session')), fg='yellow')}  {d.get('format', '')}  "
+                   f"{d.get('events', 0)} events, {len(d.get('branches', []) or [])} branch(es), "
+                   f"{d.get('tool_pairs', 0)} tool pairs, {d.get('compactions', 0)} compaction(s)  "
+                   f"{d.get('kind', '')} {d.get('file', '')}")
+    for w in report.warnings:
+        click.echo(style("warning: ", fg="yellow") + f"{w['file']}:{w['line']}: {w['message']}", err=True)
+    for n in report.notes:
+        click.echo(f"note: {n}", err=True)
+
+
+@cli.command("export")
+@click.argument("rev")
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
+              help="claude-code/codex/pi: the original lines, JSON-equal and in order; "
+                   "jsonl: ctxstore's neutral JSONL (re-imports to identical ids).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write here instead of stdout.")
+@click.pass_obj
+def export_cmd(state, rev: str, fmt: str, output: str | None) -> None:
+    """Write a session (REV may be a session id: every branch) or one history as JSONL."""
+    if output:
+        with open(output, "w", encoding="utf-8", newline="\n") as out:
+            res = export_session(state.repo, rev, fmt, out)
+        click.echo(f"wrote {res['lines']} line(s) of session {short(res['session'])} to {output}",
+                   err=True)
+    else:
+        export_session(state.repo, rev, fmt, sys.stdout)
