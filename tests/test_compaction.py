@@ -287,3 +287,21 @@ def test_auto_compaction_when_context_passes_share_of_window():
     tip2 = cm2.tip
     cm2.build_context(budget=4000, auto_compact=False)
     assert cm2.tip == tip2
+
+
+def test_abandoned_call_is_summarized_as_an_error_not_blocking():
+    """A call with no result that the user moved on from is not pending: it may be compacted,
+    but only if the record lists it among its errors."""
+    cm = coding_session(4)
+    cm.record_tool_call("lost", "bash", {"cmd": "sleep 1000"})  # interrupted: never answered
+    for t in range(6):
+        cm.add_user_message(f"never mind, next thing {t}")
+        cm.record_tool_call(f"n{t}", "bash", {"cmd": "ls"})
+        cm.record_tool_result(f"n{t}", "ok\n" * 100)
+    drop_it = _tamper(errors=lambda out: out.__setitem__(
+        "errors", [e for e in out["errors"] if e.get("tool_call_id") != "lost"]))
+    with pytest.raises(CompactionRejected, match="abandoned call"):
+        compact(cm, keep_recent_tokens=200, summarizer=drop_it)
+    res = compact(cm, keep_recent_tokens=200)
+    rec = cm.store.store.get(res.compaction_id)
+    assert any(e.get("tool_call_id") == "lost" and "abandoned" in e["error"] for e in rec.errors)

@@ -56,6 +56,21 @@ def _shape_problem(out: Any) -> str | None:
     return None
 
 
+def abandoned_calls(events: Sequence[Mapping[str, Any]], kept: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Calls in `events` that never got a result although the user spoke again after them.
+
+    Such a call is not pending (invariant 2 protects calls the agent may still answer): the
+    user moved on, as when a harness is interrupted mid-call. A compaction may summarize it,
+    but must list it among its errors."""
+    rows = [*events, *kept]
+    results = {e["payload"].get("tool_call_id") for e in rows
+               if e["type"] in ("ToolCallFinished", "ToolCallFailed")}
+    last_prompt = max((i for i, e in enumerate(rows) if e["type"] == "UserPromptSubmitted"), default=-1)
+    return [e["payload"].get("tool_call_id") for i, e in enumerate(events)
+            if e["type"] == "ToolCallRequested" and i < last_prompt
+            and e["payload"].get("tool_call_id") not in results]
+
+
 def run_checks(out: Any, facts: RangeFacts) -> list[Verdict]:
     problem = _shape_problem(out)
     verdicts = [Verdict("summarizer_output", problem is None, problem or "well-formed")]
@@ -85,7 +100,11 @@ def run_checks(out: Any, facts: RangeFacts) -> list[Verdict]:
     answered_later = {e["payload"].get("tool_call_id") for e in facts.kept
                       if e["type"] in ("ToolCallFinished", "ToolCallFailed")}
     split = sorted(c for c in called & answered_later if c)
-    pending = sorted(c for c in called - answered - answered_later if c)
+    unanswered = called - answered - answered_later
+    abandoned = set(abandoned_calls(facts.events, facts.kept)) & unanswered
+    pending = sorted(c for c in unanswered - abandoned if c)
+    listed = {str(e.get("tool_call_id")) for e in out["errors"] if isinstance(e, Mapping)}
+    unlisted = sorted(c for c in abandoned if c not in listed)
     orphan = sorted(c for c in answered - called if c)
     detail = []
     if split:
@@ -94,7 +113,11 @@ def run_checks(out: Any, facts: RangeFacts) -> list[Verdict]:
         detail.append(f"pending call(s) would be compacted away: {', '.join(pending)}")
     if orphan:
         detail.append(f"result(s) without their call in range: {', '.join(orphan)}")
-    v(Verdict("tool_pairs_intact", not detail, "; ".join(detail) or f"{len(called)} pair(s) intact"))
+    if unlisted:
+        detail.append(f"abandoned call(s) not listed in errors: {', '.join(unlisted)}")
+    note = f"; {len(abandoned)} abandoned call(s) listed as errors" if abandoned else ""
+    v(Verdict("tool_pairs_intact", not detail,
+              "; ".join(detail) or f"{len(called & answered)} pair(s) intact{note}"))
     goal = facts.user_goal
     carried = (out["goal"].get("user_goal") == goal) and (not goal or goal in out["summary"])
     v(Verdict("goal_verbatim", carried, "user goal carried verbatim" if carried

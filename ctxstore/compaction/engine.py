@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import BadRevision, CompactionRejected
 from ..objects import Compaction, Event, thaw
 from ..refs import branch_ref
-from .checks import RangeFacts, Verdict, run_checks
+from .checks import RangeFacts, Verdict, abandoned_calls, run_checks
 from .summarizers import StructuredSummarizer, Summarizer
 from .text import event_text
 
@@ -157,7 +157,8 @@ def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None,
     summarized, kept = rows[:k], rows[k:]
     state = cm.project_state(live[k - 1][0])
     request = {"kind": "compaction", "state": state.to_dict(), "events": summarized,
-               "previous": prev.to_dict() if prev else None, "policy": {"id": POLICY_ID, **policy}}
+               "previous": prev.to_dict() if prev else None, "policy": {"id": POLICY_ID, **policy},
+               "abandoned_tool_calls": abandoned_calls(summarized, kept)}
     out, error = _summarize(summarizer, request)
     replaced = sum(costs[:k])
     verdicts, summary_tokens = _verdicts(cm, out, error, summarized, kept, state,
@@ -219,7 +220,8 @@ def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
 
     state = ContextManager(cm.store, cm.session, branch, tokenizer=cm.tokenizer).project_state(other)
     request = {"kind": "merge", "branch": branch, "state": state.to_dict(), "events": rows,
-               "previous": None, "policy": {"id": POLICY_ID}}
+               "previous": None, "policy": {"id": POLICY_ID},
+               "abandoned_tool_calls": abandoned_calls(rows, [])}
     out, error = _summarize(summarizer, request)
     verdicts, summary_tokens = _verdicts(cm, out, error, rows, [], state, 0, sum(costs))
     result = CompactionResult(False, "merge", None, None, ids[0] if ids else None,

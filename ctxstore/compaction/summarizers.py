@@ -78,6 +78,9 @@ class StructuredSummarizer:
             elif e["type"] == "VerifierFinished" and p.get("result") == "fail":
                 errors.append({"check": p.get("check", ""), "error": "verification failed",
                                "retried": False})
+        for tcid in request.get("abandoned_tool_calls", ()):
+            errors.append({"tool_call_id": tcid, "error": "abandoned: no result; the user moved on",
+                           "retried": False})
         retried = {e.get("tool_call_id") for e in state.get("errors", ()) if e.get("retried")}
         for err in errors:
             if err.get("tool_call_id") in retried:
