@@ -216,9 +216,8 @@ def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
     rows = [_event_row(cm, eid, ev) for eid, ev in live]
     costs = [cm.tokenizer.count(r["text"]) for r in rows]
     summarizer = summarizer or StructuredSummarizer()
-    from ..manager import ContextManager
-
-    state = ContextManager(cm.store, cm.session, branch, tokenizer=cm.tokenizer).project_state(other)
+    # the same kind of manager, bound to the other branch (no import of the layer above)
+    state = type(cm)(cm.store, cm.session, branch, tokenizer=cm.tokenizer).project_state(other)
     request = {"kind": "merge", "branch": branch, "state": state.to_dict(), "events": rows,
                "previous": None, "policy": {"id": POLICY_ID},
                "abandoned_tool_calls": abandoned_calls(rows, [])}
