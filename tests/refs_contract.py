@@ -75,3 +75,11 @@ class RefsContract:
         refs.set_if_equals(REF, A, B)
         refs.replace_reflog(REF, refs.reflog(REF)[1:])
         assert [e.new for e in refs.reflog(REF)] == [B]
+
+
+    def test_reflog_names_include_deleted_refs(self, refs):
+        refs.set_if_equals(REF, None, A)
+        refs.set_if_equals("refs/sessions/s/gone", None, A)
+        refs.set_if_equals("refs/sessions/s/gone", A, None)
+        refs.set_head_symbolic(REF)
+        assert refs.reflog_names() == sorted(["HEAD", REF, "refs/sessions/s/gone"])

@@ -74,6 +74,10 @@ class RefStore(abc.ABC):
     def _append_reflog(self, name: str, entry: ReflogEntry) -> None: ...
 
     @abc.abstractmethod
+    def reflog_names(self) -> list[str]:
+        """Every ref that has a reflog, sorted: HEAD, live refs, and deleted refs' logs."""
+
+    @abc.abstractmethod
     def replace_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
         """Rewrite a reflog (reflog expire); under the ref's lock."""
 

@@ -140,6 +140,15 @@ class FileRefs(RefStore):
         finally:
             os.close(fd)
 
+    def reflog_names(self) -> list[str]:
+        root = self.root / "logs"
+        names = []
+        for dirpath, _dirs, files in os.walk(root):
+            for fn in files:
+                if not fn.endswith(".lock"):
+                    names.append((Path(dirpath) / fn).relative_to(root).as_posix())
+        return sorted(names)
+
     def replace_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
         with LockFile(self._log_path(name)) as lock:
             lock.write(b"".join(_format_entry(e) for e in entries))

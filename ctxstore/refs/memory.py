@@ -52,5 +52,8 @@ class MemoryRefs(RefStore):
     def _append_reflog(self, name: str, entry: ReflogEntry) -> None:
         self._logs.setdefault(name, []).append(entry)
 
+    def reflog_names(self) -> list[str]:
+        return sorted(self._logs)
+
     def replace_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
         self._logs[name] = list(entries)
