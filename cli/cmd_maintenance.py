@@ -14,7 +14,7 @@ from .render import emit_json
 
 
 def _size(n: int) -> str:
-    return f"{n / 1e6:.2f} MB"
+    return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n} bytes"
 
 
 @cli.command("gc")
@@ -37,9 +37,8 @@ def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> No
     click.echo(f"Marked {res.live} live objects from {res.roots} roots; {verb.lower()} "
                f"{res.objects_removed} of {res.objects_before} objects in old packs")
     if not dry_run:
-        saved = res.bytes_before - res.bytes_after
         click.echo(f"Packs {res.packs_before} -> {res.packs_after}; bytes {_size(res.bytes_before)}"
-                   f" -> {_size(res.bytes_after)} (saved {_size(saved)}); {res.seconds:.2f}s")
+                   f" -> {_size(res.bytes_after)}; {res.seconds:.2f}s")
     if res.reflog_expired:
         click.echo(f"{'Would expire' if dry_run else 'Expired'} {res.reflog_expired} reflog entries")
     if res.kept_packs:

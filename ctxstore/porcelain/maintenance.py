@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable
@@ -55,18 +54,7 @@ def parse_time(text: str, now: float | None = None) -> float | None:
 
 def reflog_names(repo: Repository) -> list[str]:
     """Every ref that has a reflog (HEAD and refs/..., including deleted refs' logs)."""
-    refs = repo.refs
-    logs = getattr(refs, "_logs", None)
-    if isinstance(logs, dict):  # MemoryRefs
-        return sorted(logs)
-    root = Path(getattr(refs, "root", "")) / "logs"
-    names: set[str] = set()
-    if root.is_dir():
-        for dirpath, _dirs, files in os.walk(root):
-            for fn in files:
-                if not fn.endswith(".lock"):
-                    names.add((Path(dirpath) / fn).relative_to(root).as_posix())
-    return sorted(names)
+    return repo.refs.reflog_names()
 
 
 @dataclass

@@ -176,6 +176,7 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
         if dry_run:
             old_active = [p for p in res.kept_packs if p not in sealed_paths
                           and _mtime(p) < cutoff]
+            res.kept_packs = [p for p in res.kept_packs if p not in old_active]
             _estimate(candidates, old_active, res, live)
         else:
             _rewrite(packs_dir, candidates, kept, live, res, note)
@@ -252,8 +253,7 @@ def _rewrite(packs_dir: str, candidates: list[str], kept: list[Pack], live: Cont
         raise
     os.close(fd)
     if not merged or (dead == 0 and len(merged) == 1):
-        os.unlink(tmp)  # nothing to gain
-        res.kept_packs += merged
+        os.unlink(tmp)  # nothing to gain: the one candidate already holds only live objects
         return
     res.objects_removed, res.objects_kept = dead, len(written)
     final = os.path.join(packs_dir, name + PACK_SUFFIX)
