@@ -22,7 +22,6 @@ from typing import Any
 
 from . import chunking, links
 from .errors import CorruptObject, CtxError, ObjectNotFound
-from .porcelain.maintenance import reflog_names
 from .repo import Repository
 
 Progress = Callable[[str, int, int], None]
@@ -157,7 +156,7 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
             targets.append(("HEAD", head.target))
     except CtxError as exc:
         problems.append(Problem("ref", f"HEAD: {exc}"))
-    for name in reflog_names(repo):
+    for name in repo.refs.reflog_names():
         for i, e in enumerate(reversed(repo.refs.reflog(name))):
             for v in (e.old, e.new):
                 if v:
