@@ -27,7 +27,10 @@ from .. import codec
 from ..errors import CorruptObject, LockHeld
 from ..lockfile import fsync_dir, write_file_atomically
 from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
-from .packconsolidate import LOCK_NAME
+from .packconsolidate import (
+    LOCK_NAME,
+    _write,  # the same write-all loop consolidation uses
+)
 from .packindex import build_index
 from .packstore import PackStore
 from .packwriter import recover, seal
@@ -311,10 +314,3 @@ def _copy(pack: Pack, fd: int, pos: int, written: dict[bytes, int], live: Contai
         os.lseek(fd, start, os.SEEK_SET)
         return None
 
-
-def _write(fd: int, data: bytes) -> int:
-    view = memoryview(data)
-    done = 0
-    while done < len(data):
-        done += os.write(fd, view[done:])
-    return done
