@@ -40,7 +40,11 @@ def test_schema_parents_first_and_branches_last(imported):
         assert all(p in seen for p in x["event"]["parents"])
         seen.add(x["id"])
     types = {o["type"] for x in lines[1:-1] for o in x["objects"]}
-    assert {"record", "message", "artifact", "blob"} <= types
+    assert {"message", "artifact", "blob"} <= types
+    # each source line is kept in its first event, not in a separate record object
+    assert "record" not in types
+    kept = [x["event"]["payload"]["source"] for x in lines[1:-1] if "source" in x["event"]["payload"]]
+    assert len(kept) == 211 and all("record" in k or "raw" in k for k in kept)
 
 
 def test_artifacts_by_reference_only(imported, tmp_path):

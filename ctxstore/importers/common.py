@@ -6,7 +6,9 @@ Importers never hold a whole file: `iter_jsonl` yields one line at a time and a
 
 Losslessness rests on one rule: every original line is stored as a `record` object and the
 first event mapped from it names the record (`causality.record_id`) and its place
-(`payload.source = {format, file, line}`). Export walks those events in line order.
+(`payload.source = {format, file, line}`). Export walks those events in line order. The
+record is written with that first event, after the line's messages, so it can name them
+instead of repeating their strings (records.py).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import codec
-from ..objects import Artifact, Compaction, Event, Message, ToolResultBlock
+from ..objects import Artifact, Compaction, Event, Message, ToolCallBlock, ToolResultBlock
 from ..refs import branch_ref
 from ..repo import Repository
-from .records import MALFORMED, put_record
+from .records import MALFORMED, keep_line
 
 PREVIEW_CHARS = 280  # event payload previews; the message holds the whole text
 ARTIFACT_PREVIEW_CHARS = 2000  # what a message keeps of an output moved to an artifact
@@ -30,6 +32,7 @@ _TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")
 EPOCH = "1970-01-01T00:00:00.000Z"
 
 FLUSH_EVERY = 16 << 20  # input bytes between store flushes
+OPEN_CALL_MESSAGES = 256  # calling messages kept for their results' records
 
 Progress = Callable[[int, int, str], None]
 
@@ -253,7 +256,10 @@ class SessionBuilder:
         self.lines: list[list[Any]] = [[self.root, 1, ""]]
         self.cur = 0
         self._source: dict | None = None
-        self._record: str = ""
+        self._pending: tuple[Any, str] | None = None  # (parsed line, text) awaiting its record
+        self._line_messages: list[tuple[str, dict]] = []  # (id, stored form) mapped from it
+        #: tool call id -> (id, stored form) of the message that made the call, until answered
+        self._call_messages: dict[str, tuple[str, dict]] = {}
         self.last_compaction = ""  # event id of the last CompactionCompleted on this session
         self.pending_boundary = ""  # a CompactionStarted waiting for its summary
         self.pending_meta: dict = {}
@@ -267,12 +273,14 @@ class SessionBuilder:
     def tip_gen(self) -> int:
         return self.lines[self.cur][1]
 
-    def begin(self, line_no: int, value: Any, text: str) -> str:
-        """Store the record of one source line; the next event appended carries its source."""
-        self._record = put_record(self.store, self.fmt, value, text, self.ctx.threshold)
+    def begin(self, line_no: int, value: Any, text: str) -> None:
+        """Start one source line. Its record is stored when the line's first event is appended,
+        so that it can leave out what the messages mapped so far already hold; that event
+        names the record (`causality.record_id`) and carries the line's `payload.source`."""
+        self._pending = (value, text)
+        self._line_messages = []
         self._source = {"format": self.fmt, "file": self.file, "line": line_no}
         self.stats.records += 1
-        return self._record
 
     def ts(self, value: Any) -> str:
         ts = good_ts(value)
@@ -291,8 +299,20 @@ class SessionBuilder:
 
     def message(self, role: str, blocks: list, meta: dict | None = None,
                 provenance: dict | None = None) -> str:
-        return self.put(Message(role, tuple(blocks), provenance=provenance or {"source": self.fmt},
-                                meta=meta or {}))
+        msg = Message(role, tuple(blocks), provenance=provenance or {"source": self.fmt},
+                      meta=meta or {})
+        mid, body = codec.encode_object("message", msg.to_dict())
+        self.store.put_encoded(mid, "message", body)
+        calls = [b.tool_call_id for b in msg.blocks if isinstance(b, ToolCallBlock)]
+        if self._pending is not None or calls:
+            stored = (mid, codec.unpack_value(body))
+            if self._pending is not None:
+                self._line_messages.append(stored)
+            for tcid in calls:
+                self._call_messages[tcid] = stored
+            while len(self._call_messages) > OPEN_CALL_MESSAGES:  # calls never answered
+                del self._call_messages[next(iter(self._call_messages))]
+        return mid
 
     def tool_output(self, text: str, source_event: str) -> tuple[str, str, int]:
         """(preview, artifact id or "", size) of a tool output; big ones become artifacts."""
@@ -314,6 +334,9 @@ class SessionBuilder:
         block = ToolResultBlock(tcid, text="" if art else text, preview=pv if art else "",
                                 output_ref=art, is_error=is_error, truncated=bool(art))
         mid = self.message("tool", [block], meta=meta)
+        call = self._call_messages.pop(tcid, None)
+        if call is not None and self._pending is not None:
+            self._line_messages.append(call)  # a result repeats its call's input (Edit, Write)
         caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
         self.stats.tool_pairs += 1
         if is_error:
@@ -328,11 +351,13 @@ class SessionBuilder:
                causality: dict | None = None, ts: str | None = None) -> str:
         payload = dict(payload or {})
         causality = dict(causality or {})
-        if self._record:
-            causality.setdefault("record_id", self._record)
-        if self._source is not None:
-            payload["source"] = self._source
-            self._source = None
+        if self._pending is not None:
+            value, text = self._pending
+            self._pending = None
+            payload["source"] = {**self._source, **keep_line(
+                self.store, value, text, self.ctx.threshold, self._line_messages,
+                causality.get("message_id", ""))}
+            self._line_messages = []
         line = self.lines[self.cur]
         ev = Event(type, actor, payload, (line[0],), line[1] + 1, ts or self.last_ts, causality)
         eid, body = codec.encode_object("event", ev.to_dict())

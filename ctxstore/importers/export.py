@@ -1,9 +1,10 @@
 """Write an imported session back in its source format, or as ctxstore's neutral JSONL.
 
-Source formats are rebuilt from the kept records: the events that carry `payload.source`
+Source formats are rebuilt from the lines kept in events (`payload.source`, see records.py;
+older imports name a separate `record` object instead): the events that carry a source
 are gathered (from every branch when REV names a session, from REV's history otherwise,
 plus inline subagent sessions cut from the same file), sorted by original line number, and
-each record's line is printed once. The output is JSON-equal to the original, line by line.
+each line is printed once. The output is JSON-equal to the original, line by line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..objects import Event, Session
 from ..repo import Repository
 from ..revparse import resolve_event
 from . import neutral
-from .records import record_line
+from .records import event_line
 
 SOURCE_FORMATS = ("claude-code", "codex", "pi")
 
@@ -62,15 +63,16 @@ def export_session(repo: Repository, rev_or_session: str, format: str, out: Text
         raise Unsupported(f"session {sid[:12]} was not imported from {format} "
                           f"(origin: {origin or 'native'}); export it with --format jsonl")
     lines = _source_lines(repo, sid, session, tips)
-    for _line, rid in lines:
-        out.write(record_line(repo.store, rid))
+    for _line, ev in lines:
+        out.write(event_line(repo.store, ev.payload, ev.causality))
         out.write("\n")
     return {"session": sid, "format": format, "lines": len(lines)}
 
 
-def _source_lines(repo: Repository, sid: str, session: Session, tips: list[str]) -> list[tuple[int, str]]:
+def _source_lines(repo: Repository, sid: str, session: Session,
+                  tips: list[str]) -> list[tuple[int, Event]]:
     files = set()
-    found: dict[int, str] = {}
+    found: dict[int, Event] = {}
     groups = [tips]
     for child in _inline_children(repo, sid):
         groups.append(list(repo.branches(child).values()))
@@ -78,15 +80,14 @@ def _source_lines(repo: Repository, sid: str, session: Session, tips: list[str])
         for eid in repo.graph.reachable_events(group):
             ev = repo.graph.event(eid)
             src = ev.payload.get("source")
-            rid = ev.causality.get("record_id")
-            if not src or not rid:
+            if not src or not ({"record", "raw"} & set(src) or ev.causality.get("record_id")):
                 continue
             if i == 0:
                 files.add(src.get("file"))
             elif src.get("file") not in files:
                 continue
-            found.setdefault(int(src.get("line", 0)), rid)
-    return sorted(found.items())
+            found.setdefault(int(src.get("line", 0)), ev)
+    return sorted(found.items(), key=lambda x: x[0])
 
 
 def _inline_children(repo: Repository, sid: str) -> list[str]:

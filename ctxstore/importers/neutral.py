@@ -5,7 +5,8 @@
     {"ctxstore": "branch", "name": "main", "tip": EID}
 
 Events come oldest first (parents before children). `objects` holds what the event names in
-its causality (message, artifact, compaction, record) and the blobs those need, each as
+its causality (message, artifact, compaction, record) and what those need (blobs; the
+messages and blobs a line kept in `payload.source` leans on), each as
 {"id", "type", "value"} with blob bytes as {"base64": ...}; with `inline_artifacts=False`
 artifact blobs are left out and only referenced by id. Importing re-hashes every object and
 event and reports any id that does not match, so a round trip yields identical ids.
@@ -22,6 +23,7 @@ from ..objects import Artifact, Message
 from ..refs import branch_ref
 from ..repo import Repository
 from .common import MALFORMED, ImportContext, SessionStats, iter_jsonl
+from .records import source_objects
 
 VERSION = 1
 _CAUSAL = ("message_id", "artifact_id", "compaction_id", "record_id")
@@ -41,9 +43,11 @@ def _obj(repo: Repository, oid: str) -> dict[str, Any]:
     return {"id": oid, "type": type_name, "value": value}
 
 
-def _objects_of(repo: Repository, causality, inline_artifacts: bool, sent: set[str]) -> list[dict]:
+def _objects_of(repo: Repository, ev, inline_artifacts: bool, sent: set[str]) -> list[dict]:
     out: list[dict] = []
+    causality = ev.causality
     todo = [causality.get(k) for k in _CAUSAL if isinstance(causality.get(k), str)]
+    todo += source_objects(ev.payload.get("source"))
     while todo:
         oid = todo.pop(0)
         if not oid or oid in sent or oid not in repo.store:
@@ -74,7 +78,7 @@ def export(repo: Repository, sid: str, tips: list[str], out: TextIO,
     for eid in events:
         ev = graph.event(eid)
         line = {"ctxstore": "event", "id": eid, "event": ev.to_dict(),
-                "objects": _objects_of(repo, ev.causality, inline_artifacts, sent)}
+                "objects": _objects_of(repo, ev, inline_artifacts, sent)}
         out.write(_dump(line) + "\n")
         n += 1
     branches = repo.branches(sid)

@@ -1,9 +1,16 @@
 """Records: each original transcript line, kept so export can write it back JSON-equal.
 
-A record is `{format, line, blobs?, raw?}`. Strings longer than the artifact threshold move
-to blobs named by JSON pointer; those are the same bytes (so the same blob) as the artifact of
-a large tool output, which is then stored once. `raw` holds the text of a line that did not
-parse or has no canonical encoding (huge ints, lone surrogates), so nothing is ever dropped.
+A record is `{format, line, messages?, refs?, blobs?, raw?}`. A line's content is mostly what
+the Message mapped from it already holds (text, thinking and its signature, tool input,
+tool output), so a string of the line that is exactly a string of one of the line's messages
+is left out and named instead: `refs[pointer] = [k, *path]`, `k` indexing `messages` (ids),
+`path` the keys from the message's stored form to the string. Strings longer than the
+artifact threshold that no message holds move to blobs named by JSON pointer; those are the
+same bytes (so the same blob) as the artifact of a large tool output, which is then stored
+once. Before a reduced record is stored, the line is rebuilt from it exactly as export will
+rebuild it and compared with the parsed original; if they differ, the whole line is kept.
+`raw` holds the text of a line that did not parse or has no canonical encoding (huge ints,
+lone surrogates), so nothing is ever dropped.
 """
 
 from __future__ import annotations
@@ -11,32 +18,86 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import codec
 from ..errors import CodecError
+from ..objects.frozen import thaw
 
 #: Sentinel value yielded for lines that are not a JSON object.
 MALFORMED = object()
 
+#: Shorter strings stay in the record: a reference would cost about as much as the string.
+MIN_REF_CHARS = 24
+#: A message is named only if the strings it stands for total at least this many characters.
+MIN_MESSAGE_GAIN = 256
+
 
 # ---------------------------------------------------------------------------------------------
+# Reducing a line
 
-def _externalize(value: Any, threshold: int, store, path: str, blobs: dict[str, str]) -> Any:
-    """Replace strings longer than `threshold` bytes by "" and remember them as blobs by JSON
-    pointer. The same bytes become the tool-output artifact's blob, so they are stored once."""
-    if isinstance(value, str):
-        if len(value) > threshold // 4 and len(data := value.encode("utf-8", "surrogatepass")) > threshold:
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return value
-            blobs[path] = store.put_blob(data)
-            return ""
+def message_strings(messages: list[dict]) -> dict[str, list]:
+    """string -> [k, *path] for every string of at least MIN_REF_CHARS in the decoded messages
+    (the first place a string occurs wins)."""
+    out: dict[str, list] = {}
+
+    def walk(value: Any, path: list) -> None:
+        if isinstance(value, str):
+            if len(value) >= MIN_REF_CHARS and value not in out:
+                out[value] = path
+        elif isinstance(value, dict):
+            for key, v in value.items():
+                walk(v, [*path, key])
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, [*path, i])
+
+    for k, msg in enumerate(messages):
+        walk(msg, [k])
+    return out
+
+
+class _Reducer:
+    def __init__(self, store, threshold: int, strings: dict[str, list]) -> None:
+        self.store = store
+        self.threshold = threshold
+        self.strings = strings
+        self.refs: dict[str, list] = {}
+        self.blobs: dict[str, str] = {}
+        self.blob_text: dict[str, str] = {}  # pointer -> the string a blob holds (for the check)
+        self.ref_text: dict[str, str] = {}  # pointer -> the string a ref stands for
+
+    def keep_paying_refs(self, line: Any, free: set[int]) -> None:
+        """Drop the refs into a message that save fewer than MIN_MESSAGE_GAIN characters (naming
+        the message costs an id, except for the `free` ones), putting their strings back."""
+        gain: dict[int, int] = {k: MIN_MESSAGE_GAIN for k in free}
+        for pointer, ref in self.refs.items():
+            gain[ref[0]] = gain.get(ref[0], 0) + len(self.ref_text[pointer])
+        for pointer in [p for p, ref in self.refs.items() if gain[ref[0]] < MIN_MESSAGE_GAIN]:
+            _set(line, pointer, self.ref_text[pointer])
+            del self.refs[pointer]
+
+    def walk(self, value: Any, path: str) -> Any:
+        if isinstance(value, str):
+            if len(value) >= MIN_REF_CHARS:
+                ref = self.strings.get(value)
+                if ref is not None:
+                    self.refs[path] = ref
+                    self.ref_text[path] = value
+                    return ""
+            if len(value) > self.threshold // 4 and len(
+                    data := value.encode("utf-8", "surrogatepass")) > self.threshold:
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError:
+                    return value
+                self.blobs[path] = self.store.put_blob(data)
+                self.blob_text[path] = value
+                return ""
+            return value
+        if isinstance(value, dict):
+            return {k: self.walk(v, f"{path}/{_esc(k)}") for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.walk(v, f"{path}/{i}") for i, v in enumerate(value)]
         return value
-    if isinstance(value, dict):
-        return {k: _externalize(v, threshold, store, f"{path}/{_esc(k)}", blobs)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_externalize(v, threshold, store, f"{path}/{i}", blobs) for i, v in enumerate(value)]
-    return value
 
 
 def _esc(key: str) -> str:
@@ -47,44 +108,139 @@ def _unesc(part: str) -> str:
     return part.replace("~1", "/").replace("~0", "~")
 
 
-def put_record(store, fmt: str, value: Any, text: str, threshold: int) -> str:
-    """Store one original line; returns the record id. `raw` is kept only when the parsed value
-    has no canonical encoding (huge ints, lone surrogates) or the line did not parse."""
+def _set(line: Any, pointer: str, text: Any) -> None:
+    parts = [_unesc(p) for p in pointer.split("/")[1:]]
+    target = line
+    for p in parts[:-1]:
+        target = target[int(p)] if isinstance(target, list) else target[p]
+    last = parts[-1]
+    if isinstance(target, list):
+        target[int(last)] = text
+    else:
+        target[last] = text
+
+
+def _follow(value: Any, path: list) -> Any:
+    for key in path:
+        value = value[key]
+    if not isinstance(value, str):
+        raise KeyError(path)
+    return value
+
+
+def _rebuild(line: Any, refs: dict[str, list], messages: list[dict],
+             blob_text: dict[str, str]) -> Any:
+    for pointer, ref in refs.items():
+        _set(line, pointer, _follow(messages[ref[0]], ref[1:]))
+    for pointer, text in blob_text.items():
+        _set(line, pointer, text)
+    return line
+
+
+# ---------------------------------------------------------------------------------------------
+# Keeping a line in its event, and getting it back
+
+def keep_line(store, value: Any, text: str, threshold: int,
+              messages: list[tuple[str, dict]] = (), implied: str = "") -> dict[str, Any]:
+    """The fields of `payload.source` that keep one line (see the module docstring).
+
+    `messages` are (id, decoded stored form) of the Messages mapped from the line (and the
+    message of the call a tool result answers); `implied` is the carrying event's
+    `causality.message_id`, which refs may use without listing it.
+    """
     if value is MALFORMED:
-        return store.put("record", {"format": fmt, "line": None, "raw": text})
-    blobs: dict[str, str] = {}
+        return {"raw": text}
     try:
-        line = _externalize(value, threshold, store, "", blobs)
-        body: dict[str, Any] = {"format": fmt, "line": line}
-        if blobs:
-            body["blobs"] = blobs
-        return store.put("record", body)
+        ids = [mid for mid, _ in messages]
+        red = _Reducer(store, threshold, message_strings([m for _, m in messages]))
+        line = red.walk(value, "")
+        red.keep_paying_refs(line, free={k for k, mid in enumerate(ids) if mid == implied})
+        if red.refs:
+            kept = _reduced(value, line, red, messages, implied)
+            if kept is not None:
+                return kept
+            red = _Reducer(store, threshold, {})  # the whole line after all
+            line = red.walk(value, "")
+        kept = {"record": line}
+        if red.blobs:
+            kept["blobs"] = red.blobs
+        codec.pack_value(kept)  # raises CodecError if the line has no canonical form
+        return kept
     except CodecError:
-        return store.put("record", {"format": fmt, "line": None, "raw": text})
+        return {"raw": text}
+
+
+def _reduced(value: Any, line: Any, red: _Reducer, messages: list[tuple[str, dict]],
+             implied: str) -> dict[str, Any] | None:
+    """`line` with its refs renumbered over [implied] + listed messages; None if the stored
+    form does not rebuild the original value exactly."""
+    order = [implied] if implied else []
+    for k in sorted({ref[0] for ref in red.refs.values()}):
+        if messages[k][0] not in order:
+            order.append(messages[k][0])
+    index = {mid: i for i, mid in enumerate(order)}
+    refs = {p: [index[messages[r[0]][0]], *r[1:]] for p, r in red.refs.items()}
+    kept: dict[str, Any] = {"record": line, "refs": refs}
+    if len(order) > len(implied and [implied]):
+        kept["messages"] = order[1:] if implied else order
+    if red.blobs:
+        kept["blobs"] = red.blobs
+    # the check export relies on: the stored form plus the messages give back the line
+    stored = codec.unpack_value(codec.pack_value(kept))
+    forms = dict(messages)
+    try:
+        again = _rebuild(stored["record"], stored["refs"], [forms[mid] for mid in order],
+                         red.blob_text)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return kept if again == value else None
+
+
+def source_objects(source: Any) -> list[str]:
+    """Ids a kept line needs besides its event: the messages it lists, then its blobs."""
+    if not isinstance(source, dict):
+        return []
+    return [*source.get("messages", ()), *(source.get("blobs") or {}).values()]
+
+
+def event_line(store, payload: Any, causality: Any) -> str | None:
+    """The JSONL text to write back for the line an event keeps, or None if it keeps none.
+
+    Reads both the kept-in-the-event form and the older separate `record` object
+    (`causality.record_id`, `{format, line, blobs?, raw?}`)."""
+    source = payload.get("source")
+    if not isinstance(source, dict):
+        return None
+    if "raw" in source:
+        return source["raw"]
+    if "record" in source:
+        line = thaw(source["record"])
+        mids = ([causality["message_id"]] if causality.get("message_id") else [])
+        mids += list(source.get("messages", ()))
+        if source.get("refs"):
+            forms = [codec.unpack_value(store.get_raw(mid)[1]) for mid in mids]
+            for pointer, ref in source["refs"].items():
+                _set(line, pointer, _follow(forms[ref[0]], ref[1:]))
+        for pointer, blob in (source.get("blobs") or {}).items():
+            _set(line, pointer, store.get(blob).decode("utf-8"))
+        return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+    rid = causality.get("record_id")
+    return record_line(store, rid) if rid else None
 
 
 def load_record(store, record_id: str) -> tuple[Any, str | None]:
-    """(parsed line, raw text or None) of a stored record, big strings put back."""
+    """(parsed line, raw text or None) of a separately stored record (older imports)."""
     body = store.get(record_id)
     if body.get("raw") is not None:
         return None, body["raw"]
     line = body["line"]
     for pointer, blob in (body.get("blobs") or {}).items():
-        parts = [_unesc(p) for p in pointer.split("/")[1:]]
-        target = line
-        for p in parts[:-1]:
-            target = target[int(p)] if isinstance(target, list) else target[p]
-        last = parts[-1]
-        text = store.get(blob).decode("utf-8")
-        if isinstance(target, list):
-            target[int(last)] = text
-        else:
-            target[last] = text
+        _set(line, pointer, store.get(blob).decode("utf-8"))
     return line, None
 
 
 def record_line(store, record_id: str) -> str:
-    """The JSONL text to write back for a record."""
+    """The JSONL text to write back for a separately stored record."""
     line, raw = load_record(store, record_id)
     if raw is not None:
         return raw
