@@ -192,3 +192,12 @@ def test_damaged_record_crc(tmp_path, dst):
     oid, raw = _record("blob", b"payload bytes")
     raw = raw[:-1] + bytes([raw[-1] ^ 1])
     _refused(tmp_path, dst, _pack([(oid, raw)]), "checksum mismatch")
+
+
+def test_non_canonical_body_with_a_true_id(tmp_path, dst):
+    import msgpack
+
+    body = msgpack.packb({"b": 1, "a": 2})  # keys out of order: hashes fine, not canonical
+    oid = codec.compute_id("value", body)
+    rec = (oid, codec.encode_record(oid, "value", body, codec.COMP_NONE, 0, len(body)))
+    _refused(tmp_path, dst, _pack([rec]), "not canonical")

@@ -29,7 +29,6 @@ import blake3
 import zstandard
 
 from .. import codec, links
-from ..codec import is_canonical as canonical
 from ..errors import BadPack, CorruptObject, CtxError
 
 MAGIC = b"CTXPACK\x00"
@@ -222,7 +221,7 @@ def _parse(path: str, data, size: int, limits: Limits) -> ParsedPack:
         header = codec.unpack_value(head_bytes)
     except CorruptObject:
         raise _bad(path, "header is not msgpack") from None
-    if not canonical(head_bytes):
+    if not codec.is_canonical(head_bytes):
         raise _bad(path, "header is not canonical msgpack")
     pack = _check_header(path, header, limits)
     pack.data, pack.size, pack.checksum = data, size, digest.hex()
@@ -357,15 +356,23 @@ class BodyReader:
             dctx = self._plain
         return self._inflate(info, dctx)
 
-    def verified(self, info: codec.RecordInfo) -> bytes:
-        """The body, after checking that it hashes to the record's id and is canonical."""
+    def verified(self, info: codec.RecordInfo) -> tuple[bytes, list[str]]:
+        """(body, ids it references), after checking that the body hashes to the record's id
+        and, for msgpack types, is canonical (decoded once: re-encoding it must give it back)."""
         body = self.body(info)
         actual = codec.compute_id(info.type, body)
         if actual != info.id:
             raise _bad(self.pack.path, f"object {info.id} hashes to {actual}")
-        if info.type not in codec.RAW_TYPES and not canonical(body):
+        if info.type in codec.RAW_TYPES:
+            return body, []
+        try:
+            value = codec.unpack_value(body)
+            ok = codec.pack_value(value) == body
+        except CtxError:
+            ok = False
+        if not ok:
             raise _bad(self.pack.path, f"object {info.id} is not canonical msgpack")
-        return body
+        return body, links.references(info.type, value)
 
 
 def verify_objects(pack: ParsedPack, progress: Callable[[int], None] | None = None
@@ -374,11 +381,7 @@ def verify_objects(pack: ParsedPack, progress: Callable[[int], None] | None = No
     reader = BodyReader(pack)
     out: dict[str, list[str]] = {}
     for n, info in enumerate(pack.records, 1):
-        body = reader.verified(info)
-        try:
-            out[info.id] = links.object_references(info.type, body)
-        except CtxError as exc:
-            raise _bad(pack.path, f"object {info.id}: {exc}") from None
+        out[info.id] = reader.verified(info)[1]
         if progress is not None and n % 1000 == 0:
             progress(n)
     if progress is not None:
