@@ -58,6 +58,17 @@ def _event(value: Any, out: list[str]) -> None:
     if isinstance(payload, dict):
         for key in EVENT_PAYLOAD_LINKS:
             _ids(payload.get(key), out)
+        _source(payload.get("source"), out)
+
+
+def _source(source: Any, out: list[str]) -> None:
+    """An imported line (docs/format.md "Imported records") needs the messages and blobs its
+    stored form leaves out: without them the line cannot be rebuilt for export."""
+    if isinstance(source, dict):
+        _ids(source.get("messages"), out)
+        blobs = source.get("blobs")
+        if isinstance(blobs, dict):
+            _ids(list(blobs.values()), out)
 
 
 def _message(value: Any, out: list[str]) -> None:
@@ -100,13 +111,14 @@ _WALKERS: dict[str, Callable[[Any, list[str]], None]] = {
     "snapshot": _fields("event"),
     "session": _fields(*SESSION_LINKS),
     "memory": _fields("source_refs", "event", "session"),
+    "record": _source,  # older imports: a separate record object with the same blobs map
 }
 
 
 def references(type_name: str, value: Any) -> list[str]:
     """The ids `value` (a decoded object of `type_name`) names, in a fixed order, no duplicates.
 
-    Blobs, dictionaries, bundles, records and plain values name nothing that must exist.
+    Blobs, dictionaries, bundles and plain values name nothing that must exist.
     """
     walker = _WALKERS.get(type_name)
     if walker is None:

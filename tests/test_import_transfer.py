@@ -1,0 +1,50 @@
+"""End to end across features: an imported transcript survives pack → unpack into a fresh
+store and gc, and still exports JSON-equal to the original file (every object an imported line
+needs is reachable)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxstore import Store
+from ctxstore.importers import export_session, import_paths
+from ctxstore.links import reachable
+from ctxstore.porcelain import maintenance, transfer
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "sessions"
+FILES = [CORPUS / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl",
+         CORPUS / "codex" / "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl",
+         CORPUS / "pi" / "pi-mono_before-compaction_v1-format_genuine.jsonl"]
+FORMAT = {"claude-code": "claude-code", "codex": "codex", "pi": "pi"}
+
+pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="corpus not available")
+
+
+def _lines(text: str) -> list:
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+def test_imported_session_survives_pack_unpack_and_gc(tmp_path, path):
+    import io
+
+    src = Store.init(tmp_path / "src")
+    report = import_paths(src, [str(path)])
+    sid = report.sessions[0].session
+    pack = tmp_path / "s.ctxpack"
+    transfer.pack(src, str(pack), [sid])
+    roots = [tip for _, tip in src.refs.iter_refs()]
+    needed = reachable(src.store, roots)
+    src.close()
+
+    dst = Store.init(tmp_path / "dst")
+    transfer.unpack(dst, str(pack))
+    assert all(i in dst.store for i in needed)
+    maintenance.gc(dst, prune="now")
+    out = io.StringIO()
+    export_session(dst, sid, FORMAT[path.parent.name], out)
+    assert _lines(out.getvalue()) == _lines(path.read_text(encoding="utf-8"))
+    dst.close()

@@ -1,0 +1,113 @@
+"""Layers import one way: codec → objects → store → refs → repo → features → manager →
+porcelain → cli, with no cycles, and the library never imports click.
+
+Every import in ctxstore/ and cli/ (module level or inside a function) is checked."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LAYERS = [
+    {"errors", "codec", "clock", "lockfile"},
+    {"objects"},
+    {"store", "chunking"},
+    {"refs"},
+    {"config", "repo", "graph", "revparse", "snapshots", "links"},
+    {"state", "context", "trace", "compaction", "importers", "transfer", "integrations",
+     "fsck_repo"},
+    {"manager"},
+    {"porcelain"},
+    {"cli"},
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def _modules():
+    for path in sorted((ROOT / "ctxstore").rglob("*.py")):
+        rel = path.relative_to(ROOT / "ctxstore").with_suffix("")
+        yield ".".join(("ctxstore", *rel.parts)), path
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        rel = path.relative_to(ROOT / "cli").with_suffix("")
+        yield ".".join(("ctxstore", "cli", *rel.parts)), path
+
+
+def _imports(mod: str, path: Path) -> set[str]:
+    pkg = mod.split(".")
+    if path.name != "__init__.py":
+        pkg = pkg[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg[:len(pkg) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in node.names)
+    return out
+
+
+def _unit(mod: str) -> str | None:
+    """The layer unit of a ctxstore module: its first component below ctxstore."""
+    parts = mod.split(".")
+    if parts[0] != "ctxstore" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+GRAPH = {mod: _imports(mod, path) for mod, path in _modules()}
+
+
+def test_every_unit_has_a_layer():
+    units = {_unit(m) for m in GRAPH} - {"__init__", None}
+    assert units <= set(RANK), f"give these a layer in tests/test_layers.py: {units - set(RANK)}"
+
+
+def test_imports_go_one_way():
+    bad = []
+    for mod, targets in GRAPH.items():
+        src = _unit(mod)
+        if src in (None, "__init__"):
+            continue
+        for t in targets:
+            dst = _unit(t)
+            if dst in RANK and RANK[dst] > RANK[src]:
+                bad.append(f"{mod} imports {t} ({src} is below {dst})")
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
+def test_no_import_cycles_between_units():
+    edges = {}
+    for mod, targets in GRAPH.items():
+        src = _unit(mod)
+        for t in targets:
+            dst = _unit(t)
+            if src in RANK and dst in RANK and dst != src:
+                edges.setdefault(src, set()).add(dst)
+    seen, stack = set(), []
+
+    def visit(u):
+        if u in stack:
+            raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(u):] + [u]))
+        if u in seen:
+            return
+        stack.append(u)
+        for v in sorted(edges.get(u, ())):
+            visit(v)
+        stack.pop()
+        seen.add(u)
+
+    for u in sorted(edges):
+        visit(u)
+
+
+def test_library_never_imports_click():
+    offenders = [m for m, targets in GRAPH.items()
+                 if _unit(m) != "cli" and any(t == "click" or t.startswith("click.") for t in targets)]
+    assert not offenders
