@@ -190,6 +190,7 @@ def artifact_add(state, file, kind, summary, as_json) -> None:
 @click.pass_obj
 def cat_cmd(state, object_id) -> None:
     """Write the raw bytes of an artifact's content (or a blob) to stdout."""
-    data = pc.cat(state.repo, object_id)
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    out = sys.stdout.buffer
+    for piece in pc.cat(state.repo, object_id):
+        out.write(piece)
+    out.flush()

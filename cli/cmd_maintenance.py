@@ -50,25 +50,28 @@ def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> No
 
 
 @cli.command("fsck")
-@click.option("--full", is_flag=True, help="Also re-read and re-hash every stored record, "
-                                           "reachable or not, and check pack indexes.")
+@click.option("--full", is_flag=True, help="Also walk the graph: connectivity, generation "
+                                           "numbers, tool pairs, compaction ranges.")
 @click.option("--json", "as_json", is_flag=True)
 @progress_option
 @click.pass_obj
 def fsck_cmd(state, full: bool, as_json: bool, show_progress) -> None:
-    """Check refs, reflogs, connectivity (every parent, message, artifact, summary and snapshot
-    link resolves), generation numbers, tool call/result pairs and compaction ranges.
+    """Verify every stored object (re-hash, decode, canonical form, index <-> pack) and that
+    refs and reflogs name existing objects. With --full, also check connectivity (every parent,
+    message, artifact, summary and snapshot link resolves), generation numbers, tool
+    call/result pairs and compaction ranges.
 
     Exits 13 after listing each problem with its object id."""
     with Progress(show_progress) as bar:
-        problems = fsck_repo.check(state.repo, full=full, progress=bar)
+        report = fsck_repo.check(state.repo, full=full, progress=bar)
+    problems = report.problems
     if as_json:
-        emit_json({"ok": not problems, "full": full, "problems": [p.to_dict() for p in problems]})
+        emit_json(report.to_dict())
     else:
         for p in problems:
             click.echo(f"{p.kind:<11} {p.id or '-'} {p.message}")
-        if not problems:
-            click.echo("ok: no problems found" + (" (full check)" if full else ""))
+        click.echo(f"{report.objects} objects checked" + (", graph walked" if full else "") + ": "
+                   + ("no problems" if not problems else f"{len(problems)} problem(s)"))
     if problems:
         raise IntegrityProblems(f"fsck found {len(problems)} problem(s)",
                                 problems=[p.to_dict() for p in problems])

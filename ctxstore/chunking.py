@@ -144,18 +144,25 @@ def check_manifest(obj_id: str, manifest: Any) -> None:
         raise CorruptObject(f"chunks manifest {obj_id} is malformed", id=obj_id)
 
 
-def iter_content(store, obj_id: str) -> Iterator[bytes]:
-    """The content's bytes piece by piece (one chunk in memory at a time)."""
+def iter_content(store, obj_id: str, verify: bool = False) -> Iterator[bytes]:
+    """The content's bytes piece by piece (one chunk in memory at a time). With `verify`, a
+    chunked content is re-hashed as it streams and CorruptObject is raised after the last piece
+    if the whole does not hash to the id its manifest records (each chunk is checked anyway)."""
     type_name, value = _manifest(store, obj_id)
     if type_name == "blob":
         yield value
         return
+    h = blake3.blake3(codec.id_header("blob", value["size"])) if verify else None
     for chunk_id, length in value["chunks"]:
         t, piece = store.get_raw(chunk_id)
         if t != "blob" or len(piece) != length:
             raise CorruptObject(f"chunk {chunk_id} of {obj_id} is not a {length}-byte blob",
                                 id=chunk_id)
+        if h is not None:
+            h.update(piece)
         yield piece
+    if h is not None and h.hexdigest() != value["id_of_whole"]:
+        raise CorruptObject(f"content {obj_id} does not hash to {value['id_of_whole']}", id=obj_id)
 
 
 def content_size(store, obj_id: str) -> int:

@@ -1,8 +1,10 @@
 """Repository-level fsck: refs, reflogs, connectivity, generations and the seed's invariants.
 
-The store-level verifier (ctxstore.store.fsck) re-reads every record of every pack; this module
-adds what only the object graph can tell, walking once from every ref, HEAD and reflog entry
-with ctxstore.links (the same walk pack and gc use):
+`check` always runs the store-level verifier (ctxstore.store.fsck: every record of every pack
+re-read, re-hashed, decoded, checked for canonical form and against its index) and checks that
+refs and reflogs name existing objects. With `full` it adds what only the object graph can
+tell, walking once from every ref, HEAD and reflog entry with ctxstore.links (the same walk
+pack and gc use):
 
 - every ref and reflog entry names an existing event;
 - every link resolves (parents, messages, artifacts, artifact content, chunks, compaction
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import chunking, links
+from . import chunking, codec, links
 from .errors import CorruptObject, CtxError, ObjectNotFound
 from .repo import Repository
 
@@ -81,13 +83,46 @@ class _Collector:
             self.manifests[obj_id] = value
 
 
-def check(repo: Repository, *, full: bool = False, progress: Progress | None = None
-          ) -> list[Problem]:
-    """Every problem found (empty list: healthy). `full` adds the store-level record check."""
+@dataclass
+class FsckReport:
+    """`objects`: records verified; `problems`: every problem found (empty: healthy)."""
+
+    objects: int
+    full: bool
+    problems: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "objects": self.objects, "full": self.full,
+                "problems": [p.to_dict() for p in self.problems]}
+
+
+def check(repo: Repository, *, full: bool = False, progress: Progress | None = None) -> FsckReport:
+    """Verify every stored object (hash, decode, canonical form, index <-> pack) and that refs
+    and reflogs name existing objects; with `full`, also walk the graph from every root:
+    connectivity, generations, tool pairs and compaction ranges."""
     problems: list[Problem] = []
-    if full:
-        problems.extend(_store_problems(repo, progress))
+    counted = [0]
+
+    def count(stage: str, n: int, total: int) -> None:
+        if stage == "records":
+            counted[0] = n
+        if progress is not None:
+            progress(stage, n, total)
+
+    problems.extend(_store_problems(repo, count, counted))
     roots, ref_targets = _ref_problems(repo, problems)
+    if full:
+        problems.extend(_graph_problems(repo, roots, ref_targets, progress))
+    return FsckReport(counted[0], full, problems)
+
+
+def _graph_problems(repo: Repository, roots: set[str], ref_targets: list,
+                    progress: Progress | None) -> list[Problem]:
+    problems: list[Problem] = []
     seen = _Collector()
     missing: dict[str, str] = {}
     reader = _Reader(repo.store)
@@ -125,16 +160,22 @@ class _Reader:
             raise ObjectNotFound(str(exc)) from None
 
 
-def _store_problems(repo: Repository, progress: Progress | None) -> Iterator[Problem]:
+def _store_problems(repo: Repository, progress: Progress, counted: list[int]) -> Iterator[Problem]:
     from .store.fsck import verify
     from .store.packstore import PackStore
 
     store = repo.store
-    if not isinstance(store, PackStore):
+    if not isinstance(store, PackStore):  # e.g. a memory store: re-hash what it holds
+        n = 0
+        for obj_id in store:
+            type_name, body = store.get_raw(obj_id)
+            n += 1
+            if codec.compute_id(type_name, body) != obj_id:
+                yield Problem("hash", f"object {obj_id} does not hash to its id", obj_id)
+        counted[0] = n
         return
     total = sum(p.count() for p in store.packs())
-    cb = None if progress is None else (lambda n: progress("records", n, total))
-    for p in verify(store, cb):
+    for p in verify(store, lambda n: progress("records", n, total)):
         yield Problem(p.kind, p.message, p.id)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .chunking import put_artifact_content
 from .context import (
     DEFAULT_EVICTION_ORDER,
     RECENT_TURNS,
@@ -173,8 +174,8 @@ class ContextManager:
                      source_event: str = "") -> str:
         """Store content once (by hash) and an Artifact naming it; returns the artifact id."""
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        content = self.store.store.put_blob(raw)
-        art = Artifact(kind, content, len(raw), uri, summary, media_type, source_event)
+        content, size = put_artifact_content(self.store, raw)  # chunked above the threshold
+        art = Artifact(kind, content, size, uri, summary, media_type, source_event)
         return self.store.store.put_object(art)
 
     def record_tool_result(self, tool_call_id: str, output: str | bytes, *, is_error: bool = False,

@@ -120,7 +120,7 @@ def test_chunked_artifact_is_reachable_packed_and_checked(tmp_path):
         tx.append("FileRead", "tool", {"path": "big.log"}, {"artifact_id": art})
     live = links.reachable(repo.store, [tx.tip])
     assert cid in live and _chunk_ids(repo.store, cid) <= live
-    assert fsck_repo.check(repo, full=True) == []
+    assert fsck_repo.check(repo, full=True).problems == []
     out = str(tmp_path / "c.pack")
     transfer.pack(repo, out, [sid])
     dst = Repository.init(tmp_path / "b")

@@ -150,3 +150,24 @@ def test_demo_without_store_uses_temporary_one(tmp_path):
     res = CliRunner().invoke(cli, ["demo"])
     assert res.exit_code == 0, res.output
     assert "using a new temporary store at" in res.stdout
+
+
+def test_large_artifact_is_chunked_and_streams_back(ctx, tmp_path):
+    import os
+
+    pytest.importorskip("pyfastcdc")
+    big = tmp_path / "big.log"
+    data = os.urandom(1 << 20) + b"tail\n" * 300_000
+    big.write_bytes(data)
+    res = ctx.json("artifact", "add", str(big))
+    assert ctx.json("show", res["content"])["type"] == "chunks"
+    assert res["size"] == len(data)
+    assert ctx("cat", res["artifact"]).stdout_bytes == data
+    # an edited copy shares its unchanged chunks
+    big.write_bytes(data[:500_000] + b"EDIT" + data[500_000:])
+    before = ctx.json("fsck")["objects"]
+    ctx.json("artifact", "add", str(big))
+    new_objects = ctx.json("fsck")["objects"] - before
+    manifest = ctx.json("show", res["content"])["content"]
+    # only the changed chunk(s), a manifest and an artifact are new; the rest is shared
+    assert new_objects <= 4 < len(manifest["chunks"]) + 2

@@ -29,7 +29,7 @@ def test_gc_dry_run_changes_nothing_then_gc_removes(tmp_path):
     res = ctx.json("gc", "--prune=now")
     assert res["objects_removed"] == 0
     assert ctx.json("log", "-n", "1")[0]["id"] == info["main"]
-    assert "ok: no problems" in ctx("fsck", "--full").stdout
+    assert "objects checked, graph walked: no problems" in ctx("fsck", "--full").stdout
 
 
 def test_gc_default_grace_keeps_everything(tmp_path):
@@ -43,16 +43,19 @@ def test_fsck_lists_each_problem_and_exits_13(tmp_path):
     bad = repo.store.put_object(Event("MessageAdded", "agent", {}, (info["main"],), 42, ""))
     repo.refs.set_if_equals(f"refs/sessions/{info['session']}/bad", None, bad)
     repo.close()
-    res = ctx("fsck", code=13)
+    ctx("fsck")  # every record is sound: only the graph walk sees the wrong generation
+    res = ctx("fsck", "--full", code=13)
     assert f"generation  {bad}" in res.stdout
     assert res.stderr == "ctx: error: fsck found 1 problem(s)\n"
-    data = ctx("fsck", "--json", code=13).stdout
+    data = ctx("fsck", "--full", "--json", code=13).stdout
     assert '"kind": "generation"' in data and bad in data
 
 
 def test_fsck_clean_json(tmp_path):
     ctx, _ = _repo(tmp_path, garbage=0)
-    assert ctx.json("fsck", "--full") == {"ok": True, "full": True, "problems": []}
+    report = ctx.json("fsck", "--full")
+    assert report == {"ok": True, "objects": report["objects"], "full": True, "problems": []}
+    assert report["objects"] > 10 and ctx.json("fsck")["objects"] == report["objects"]
 
 
 def test_reflog_expire(tmp_path):

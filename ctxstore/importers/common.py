@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import codec
+from ..chunking import ChunkParams, put_large
 from ..objects import Artifact, Compaction, Event, Message, ToolCallBlock, ToolResultBlock
 from ..refs import branch_ref
 from ..repo import Repository
@@ -101,6 +102,7 @@ class ImportContext:
         self.total_bytes = total_bytes
         self.done_bytes = 0
         self.threshold = int(repo.config.get("artifact_threshold", 4096))
+        self.chunking = ChunkParams.from_config(repo.config)
         #: (format, source session id, agent id) -> ctx session id
         self.sessions: dict[tuple[str, str, str], str] = {}
         #: (source session id, agent id) -> spawning ToolCallRequested event
@@ -319,7 +321,7 @@ class SessionBuilder:
         data = text.encode("utf-8", "replace")
         if len(data) <= self.ctx.threshold:
             return text, "", len(data)
-        blob = self.store.put_blob(data)
+        blob = put_large(self.store, data, self.ctx.chunking)  # chunked above the threshold
         pv = preview(text, ARTIFACT_PREVIEW_CHARS)
         art = self.put(Artifact("tool_output", blob, len(data), summary=pv[:200],
                                 source_event=source_event))
@@ -356,7 +358,7 @@ class SessionBuilder:
             self._pending = None
             payload["source"] = {**self._source, **keep_line(
                 self.store, value, text, self.ctx.threshold, self._line_messages,
-                causality.get("message_id", ""))}
+                causality.get("message_id", ""), self.ctx.chunking)}
             self._line_messages = []
         line = self.lines[self.cur]
         ev = Event(type, actor, payload, (line[0],), line[1] + 1, ts or self.last_ts, causality)

@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..objects import Artifact, Message
+from .. import codec
+from ..links import references
 from ..refs import branch_ref
 from ..repo import Repository
 from .common import MALFORMED, ImportContext, SessionStats, iter_jsonl
@@ -55,13 +56,10 @@ def _objects_of(repo: Repository, ev, inline_artifacts: bool, sent: set[str]) ->
         sent.add(oid)
         obj = _obj(repo, oid)
         out.append(obj)
-        value = repo.store.get(oid)
-        if isinstance(value, Artifact) and inline_artifacts:
-            todo.append(value.content)
-        elif isinstance(value, Message):
-            todo.extend(getattr(b, "output_ref", "") for b in value.blocks)
-        elif obj["type"] == "record":
-            todo.extend((value.get("blobs") or {}).values())
+        type_name, body = repo.store.get_raw(oid)
+        if type_name == "artifact" and not inline_artifacts:
+            continue  # by reference: the content stays behind
+        todo.extend(references(type_name, codec.decode_body(type_name, body)))
     return out
 
 

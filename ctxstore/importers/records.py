@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from .. import codec
+from ..chunking import ChunkParams, put_large, read_content
 from ..errors import CodecError
 from ..objects.frozen import thaw
 
@@ -56,8 +57,10 @@ def message_strings(messages: list[dict]) -> dict[str, list]:
 
 
 class _Reducer:
-    def __init__(self, store, threshold: int, strings: dict[str, list]) -> None:
+    def __init__(self, store, threshold: int, strings: dict[str, list],
+                 chunking: ChunkParams | None = None) -> None:
         self.store = store
+        self.chunking = chunking
         self.threshold = threshold
         self.strings = strings
         self.refs: dict[str, list] = {}
@@ -89,7 +92,7 @@ class _Reducer:
                     data.decode("utf-8")
                 except UnicodeDecodeError:
                     return value
-                self.blobs[path] = self.store.put_blob(data)
+                self.blobs[path] = put_large(self.store, data, self.chunking)
                 self.blob_text[path] = value
                 return ""
             return value
@@ -141,7 +144,8 @@ def _rebuild(line: Any, refs: dict[str, list], messages: list[dict],
 # Keeping a line in its event, and getting it back
 
 def keep_line(store, value: Any, text: str, threshold: int,
-              messages: list[tuple[str, dict]] = (), implied: str = "") -> dict[str, Any]:
+              messages: list[tuple[str, dict]] = (), implied: str = "",
+              chunking: ChunkParams | None = None) -> dict[str, Any]:
     """The fields of `payload.source` that keep one line (see the module docstring).
 
     `messages` are (id, decoded stored form) of the Messages mapped from the line (and the
@@ -152,14 +156,14 @@ def keep_line(store, value: Any, text: str, threshold: int,
         return {"raw": text}
     try:
         ids = [mid for mid, _ in messages]
-        red = _Reducer(store, threshold, message_strings([m for _, m in messages]))
+        red = _Reducer(store, threshold, message_strings([m for _, m in messages]), chunking)
         line = red.walk(value, "")
         red.keep_paying_refs(line, free={k for k, mid in enumerate(ids) if mid == implied})
         if red.refs:
             kept = _reduced(value, line, red, messages, implied)
             if kept is not None:
                 return kept
-            red = _Reducer(store, threshold, {})  # the whole line after all
+            red = _Reducer(store, threshold, {}, chunking)  # the whole line after all
             line = red.walk(value, "")
         kept = {"record": line}
         if red.blobs:
@@ -222,7 +226,7 @@ def event_line(store, payload: Any, causality: Any) -> str | None:
             for pointer, ref in source["refs"].items():
                 _set(line, pointer, _follow(forms[ref[0]], ref[1:]))
         for pointer, blob in (source.get("blobs") or {}).items():
-            _set(line, pointer, store.get(blob).decode("utf-8"))
+            _set(line, pointer, read_content(store, blob).decode("utf-8"))
         return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
     rid = causality.get("record_id")
     return record_line(store, rid) if rid else None
@@ -235,7 +239,7 @@ def load_record(store, record_id: str) -> tuple[Any, str | None]:
         return None, body["raw"]
     line = body["line"]
     for pointer, blob in (body.get("blobs") or {}).items():
-        _set(line, pointer, store.get(blob).decode("utf-8"))
+        _set(line, pointer, read_content(store, blob).decode("utf-8"))
     return line, None
 
 

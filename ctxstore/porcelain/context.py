@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..chunking import iter_content, put_artifact_content
 from ..context import ContextBundle, to_anthropic, to_openai
 from ..errors import BadRevision, InvalidInput, NotFound
 from ..manager import ContextManager
@@ -79,23 +81,23 @@ def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:
 def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str = "") -> dict:
     p = Path(path)
     try:
-        data = p.read_bytes()
+        with open(p, "rb") as f:  # streamed: a large file is chunked, never held whole
+            content, size = put_artifact_content(repo, f)
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
-    content = repo.store.put_blob(data)
-    art = Artifact(kind, content, len(data), uri=str(p), summary=summary)
+    art = Artifact(kind, content, size, uri=str(p), summary=summary)
     aid = repo.store.put_object(art)
     repo.store.flush()
-    return {"artifact": aid, "content": content, "size": len(data)}
+    return {"artifact": aid, "content": content, "size": size}
 
 
-def cat(repo: Repository, obj: str) -> bytes:
-    """The bytes of a blob, or of the content an artifact names."""
+def cat(repo: Repository, obj: str) -> Iterator[bytes]:
+    """The bytes of an artifact's content, a blob or a chunked blob, streamed and verified."""
     oid = repo.store.resolve(obj)
-    value = repo.store.get(oid)
-    if isinstance(value, Artifact):
-        value = repo.store.get(value.content)
-    if isinstance(value, bytes):
-        return value
-    raise NotFound(f"object {oid[:12]} is a {repo.store.type_of(oid)}, not an artifact or blob "
-                   f"(use `ctx show` for structured objects)")
+    kind = repo.store.type_of(oid)
+    if kind == "artifact":
+        oid, kind = repo.store.get(oid).content, "content"
+    if kind not in ("blob", "chunks", "content"):
+        raise NotFound(f"object {oid[:12]} is a {kind}, not an artifact or blob "
+                       f"(use `ctx show` for structured objects)")
+    return iter_content(repo.store, oid, verify=True)
