@@ -111,7 +111,23 @@ def diff_cmd(state, a: str, b: str, as_json: bool) -> None:
             click.echo(f"  {section}: {json.dumps(change, ensure_ascii=False, default=str)[:300]}")
 
 
-@cli.command("reflog")
+class _ReflogGroup(click.Group):
+    """`ctx reflog [show] [REF]` and `ctx reflog expire ...`, as in git: anything that is not a
+    subcommand name is a REF to show."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("-h", "--help")):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group("reflog", cls=_ReflogGroup)
+def reflog_group() -> None:
+    """Every move of a ref, newest first (`ctx reflog [show] [REF]`); REF@{N} names entry N.
+    `ctx reflog expire` prunes old entries."""
+
+
+@reflog_group.command("show")
 @click.argument("ref", required=False)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj

@@ -1,4 +1,4 @@
-"""Maintenance: gc, fsck, reflog-expire."""
+"""Maintenance: gc, fsck, reflog expire."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from ctxstore import fsck_repo
 from ctxstore.errors import IntegrityProblems
 from ctxstore.porcelain import maintenance as pm
 
+from .cmd_history import reflog_group
 from .cmd_transfer import Progress, progress_option
 from .main import cli
 from .render import emit_json
@@ -77,7 +78,7 @@ def fsck_cmd(state, full: bool, as_json: bool, show_progress) -> None:
                                 problems=[p.to_dict() for p in problems])
 
 
-@cli.command("reflog-expire")
+@reflog_group.command("expire")
 @click.argument("refs", nargs=-1, metavar="[REF]...")
 @click.option("--expire", default=pm.DEFAULT_EXPIRE, show_default=True, metavar="WHEN",
               help="Drop entries older than WHEN.")
@@ -100,3 +101,9 @@ def reflog_expire_cmd(state, refs, expire: str, expire_unreachable: str, dry_run
             click.echo(f"{name}: {counts['expired']} expired, {counts['kept']} kept")
     verb = "would expire" if dry_run else "expired"
     click.echo(f"{res.expired} entries {verb}, {res.kept} kept")
+
+
+# `ctx reflog-expire` from before `reflog` became a group; kept as a hidden alias
+cli.add_command(click.Command("reflog-expire", params=reflog_expire_cmd.params,
+                              callback=reflog_expire_cmd.callback, hidden=True,
+                              help=reflog_expire_cmd.help))

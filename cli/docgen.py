@@ -32,14 +32,16 @@ def _walk(group: click.Group, ctx: click.Context, prefix: str):
         cmd = group.get_command(ctx, name)
         if cmd is None or cmd.hidden:
             continue
-        sub = click.Context(cmd, info_name=f"{prefix} {name}", parent=ctx)
+        sub = cmd.make_context(name, [], parent=ctx, resilient_parsing=True)
         yield f"{prefix} {name}", cmd, sub
         if isinstance(cmd, click.Group):
             yield from _walk(cmd, sub, f"{prefix} {name}")
 
 
 def render() -> str:
-    root = click.Context(cli, info_name="ctx", terminal_width=100, max_content_width=100)
+    # make_context applies the group's context_settings (-h as well as --help), as a real run does
+    root = cli.make_context("ctx", [], resilient_parsing=True)
+    root.terminal_width = root.max_content_width = 100
     out = ["# ctx command reference", "",
            "Generated from `--help` by `python -m ctxstore.cli.docgen`; a test keeps it in sync.",
            "", "## Exit codes", "",

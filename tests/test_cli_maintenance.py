@@ -1,4 +1,4 @@
-"""`ctx gc`, `ctx fsck`, `ctx reflog-expire` through the CLI."""
+"""`ctx gc`, `ctx fsck`, `ctx reflog expire` through the CLI."""
 
 from __future__ import annotations
 
@@ -60,10 +60,18 @@ def test_fsck_clean_json(tmp_path):
 
 def test_reflog_expire(tmp_path):
     ctx, info = _repo(tmp_path, garbage=0)
-    dry = ctx.json("reflog-expire", "--expire=now", "--dry-run")
+    dry = ctx.json("reflog", "expire", "--expire=now", "--dry-run")
     assert dry["expired"] > 0 and dry["dry_run"]
     ref = f"refs/sessions/{info['session']}/main"
-    res = ctx.json("reflog-expire", "--expire=now", ref)
+    res = ctx.json("reflog", "expire", "--expire=now", ref)
     assert res["refs"][ref]["kept"] == 0 and res["expired"] > 0
-    assert "0 entries expired" in ctx("reflog-expire").stdout
-    assert "cannot read time" in ctx.fails(10, "reflog-expire", "--expire=soon")
+    assert "0 entries expired" in ctx("reflog", "expire").stdout
+    assert "cannot read time" in ctx.fails(10, "reflog", "expire", "--expire=soon")
+
+
+def test_reflog_group_shows_by_default_and_keeps_the_old_alias(tmp_path):
+    ctx, _ = _repo(tmp_path, garbage=0)
+    assert ctx.json("reflog") == ctx.json("reflog", "show")
+    assert ctx.json("reflog", "main")["entries"] == ctx.json("reflog", "show", "main")["entries"]
+    assert "0 entries expired" in ctx("reflog-expire").stdout  # hidden alias
+    assert "reflog-expire" not in ctx("--help").stdout
