@@ -27,11 +27,22 @@ class FrozenMap(dict):
         return thaw(self)
 
 
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
 def freeze(value: Any) -> Any:
-    """Recursively turn dicts into FrozenMap and lists into tuples."""
+    """Recursively turn dicts into FrozenMap and lists into tuples.
+
+    Exact-type checks come first: isinstance against the Mapping ABC is slow, and this runs
+    for every payload of every object built."""
+    t = type(value)
+    if t in _SCALARS or t is FrozenMap:
+        return value
+    if t is dict:
+        return FrozenMap({k: freeze(v) for k, v in value.items()})
+    if t is list or t is tuple:
+        return tuple([freeze(v) for v in value])
     if isinstance(value, Mapping):
-        if type(value) is FrozenMap:
-            return value
         return FrozenMap({k: freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
@@ -40,6 +51,13 @@ def freeze(value: Any) -> Any:
 
 def thaw(value: Any) -> Any:
     """Plain mutable copies (dict/list) of a frozen value, for JSON output and editing."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is FrozenMap or t is dict:
+        return {k: thaw(v) for k, v in value.items()}
+    if t is tuple or t is list:
+        return [thaw(v) for v in value]
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
