@@ -77,14 +77,14 @@ def scan(buf, start: int, base: int = 0) -> tuple[list[tuple[str, int, int]], in
     """
     out: list[tuple[str, int, int]] = []
     pos, n = start, len(buf)
-    read_header = codec.read_record_header
+    span = codec.record_span
     while pos < n:
         try:
-            info = read_header(buf, pos)
+            raw, size = span(buf, pos)
         except CorruptObject:
             break
-        out.append((info.id, base + pos, info.size))
-        pos += info.size
+        out.append((raw.hex(), base + pos, size))
+        pos += size
     return out, base + pos
 
 
@@ -184,18 +184,20 @@ class Pack:
         hit = self.offsets.get(hex_id)
         return -1 if hit is None else hit[0]
 
-    def read(self, hex_id: str, offset: int, decompress) -> tuple[str, bytes]:
-        """(type, body) of the record at `offset`, verified: crc, header id, size."""
+    def read(self, hex_id: str, offset: int, reader, raw: bytes | None = None) -> tuple[str, bytes]:
+        """(type, body) of the record at `offset`, verified: crc, header id, size.
+
+        `reader` is `codec.Decompressor.read`; `raw` is the id as bytes, if the caller has it."""
         try:
             if self.index is not None:
-                buf, pos = self.data(), offset
+                buf, pos = (self._mm if self._mm is not None else self.data()), offset
             else:
                 buf = os.pread(self.fd(), self.offsets[hex_id][1], offset)
                 pos = 0
-            info = codec.read_record_header(buf, pos)
-            if info.id != hex_id:
-                raise CorruptObject(f"record header names {info.id}")
-            return info.type, decompress(codec.record_payload(buf, info), info)
+            code, raw_id, body, _ = reader(buf, pos)
+            if raw_id != (raw if raw is not None else bytes.fromhex(hex_id)):
+                raise CorruptObject(f"record header names {raw_id.hex()}")
+            return codec.type_name(code), body
         except CorruptObject as exc:
             raise CorruptObject(f"object {hex_id}{self.where} at offset {offset}: {exc}",
                                 id=hex_id, pack=self.name, offset=offset) from None

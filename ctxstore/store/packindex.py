@@ -20,6 +20,9 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 
 import blake3
@@ -31,6 +34,7 @@ VERSION = 1
 _HEAD = struct.Struct("<4sIQ")
 _FANOUT = struct.Struct("<256I")
 _OFFSET = struct.Struct("<Q")
+_U64 = struct.Struct(">Q").unpack_from  # first 8 bytes of an id, as a number
 HEAD_SIZE = _HEAD.size
 IDS_START = HEAD_SIZE + _FANOUT.size
 TRAILER_SIZE = 32
@@ -56,11 +60,14 @@ def build_index(entries: list[tuple[bytes, int]], pack_length: int) -> bytes:
 class PackIndex:
     """Read-only view of one .idx file, mapped on first use and searched by fan-out + bisect."""
 
-    __slots__ = ("path", "_mm", "_fanout", "_count", "_offsets_at", "pack_length")
+    __slots__ = ("path", "_mm", "_fanout", "_count", "_offsets_at", "pack_length", "_prefixes",
+                 "_lookups")
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
         self._mm: mmap.mmap | None = None
+        self._prefixes: array | None = None
+        self._lookups = 0
 
     def _open(self) -> mmap.mmap:
         with open(self.path, "rb") as f:
@@ -92,12 +99,51 @@ class PackIndex:
         return self._count
 
     def find(self, key: bytes) -> int:
-        """Record offset of a raw 32-byte id, or -1. The hot path of every sealed-pack read."""
+        """Record offset of a raw 32-byte id, or -1. The hot path of every sealed-pack read.
+
+        Ids are blake3 hashes, so uniform: interpolation search on their first 8 bytes needs
+        ~3 probes where bisection needs ~log2(N/256) (12 at 1M ids). An index looked up often
+        (more than N/256 times: a long-lived reader) also gets its ids' first 8 bytes copied
+        into an array (8 bytes per id, ~10 ms per million ids, paid for by ~4k lookups), which
+        C's bisect searches in well under a microsecond. Equal 8-byte prefixes (never seen in
+        practice) fall back to comparing whole ids, so the answer is always exact.
+        """
         mm = self._mm
         if mm is None:
             mm = self._open()
         b = key[0]
-        lo, hi = self._fanout[b], self._fanout[b + 1]
+        fanout = self._fanout
+        lo, hi = fanout[b], fanout[b + 1]
+        kv = _U64(key)[0]
+        prefixes = self._prefixes
+        if prefixes is None:
+            self._lookups += 1
+            if self._lookups > self._count >> 8:
+                prefixes = self._prefixes = self._load_prefixes(mm)
+        if prefixes is not None:
+            lo = bisect_left(prefixes, kv, lo, hi)
+            while lo < hi and prefixes[lo] == kv:
+                p = IDS_START + (lo << 5)
+                cand = mm[p:p + 32]
+                if cand == key:
+                    return _OFFSET.unpack_from(mm, self._offsets_at + (lo << 3))[0]
+                if cand > key:
+                    return -1
+                lo += 1
+            return -1
+        vlo, vhi = b << 56, (b + 1) << 56  # every id in [lo, hi) is >= vlo and < vhi
+        while hi - lo > 8 and vlo < vhi:
+            est = lo + (kv - vlo) * (hi - lo) // (vhi - vlo)
+            if est >= hi:
+                est = hi - 1
+            p = IDS_START + (est << 5)
+            cand = mm[p:p + 32]
+            if cand < key:
+                lo, vlo = est + 1, _U64(cand)[0]
+            elif cand == key:
+                return _OFFSET.unpack_from(mm, self._offsets_at + (est << 3))[0]
+            else:
+                hi, vhi = est, _U64(cand)[0]
         while lo < hi:
             mid = (lo + hi) >> 1
             p = IDS_START + (mid << 5)
@@ -109,6 +155,16 @@ class PackIndex:
             else:
                 hi = mid
         return -1
+
+    def _load_prefixes(self, mm: mmap.mmap) -> array:
+        """The first 8 bytes of every id, as big-endian numbers (so sorted like the ids)."""
+        end = IDS_START + 32 * self._count
+        with memoryview(mm) as view, view[IDS_START:end] as ids, ids.cast("Q") as words, \
+                words[::4] as firsts:
+            out = array("Q", firsts.tobytes())
+        if sys.byteorder == "little":
+            out.byteswap()
+        return out
 
     def with_prefix(self, prefix: str) -> Iterator[str]:
         """Hex ids starting with a hex prefix, in order."""
@@ -138,10 +194,10 @@ class PackIndex:
         mm = self._mm
         if mm is None:
             mm = self._open()
-        offsets = struct.unpack_from(f"<{self._count}Q", mm, self._offsets_at)
-        for i, off in enumerate(offsets):
-            p = IDS_START + (i << 5)
-            yield mm[p:p + 32], off
+        count = self._count
+        offsets = struct.unpack_from(f"<{count}Q", mm, self._offsets_at)
+        ids = mm[IDS_START:IDS_START + 32 * count]
+        return zip([ids[p:p + 32] for p in range(0, 32 * count, 32)], offsets, strict=True)
 
     def ids(self) -> Iterator[str]:
         mm = self._mm
@@ -161,6 +217,7 @@ class PackIndex:
         return digest == mm[body_end:]
 
     def close(self) -> None:
+        self._prefixes = None
         if self._mm is not None:
             self._mm.close()
             self._mm = None

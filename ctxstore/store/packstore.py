@@ -56,7 +56,8 @@ class PackStore(ObjectStore):
         self._packs: dict[str, Pack] = {}
         self._order: list[Pack] = []
         self._dicts: dict[int, str] = {}
-        self._decompress = codec.Decompressor(self._load_dictionary).decompress
+        decompressor = codec.Decompressor(self._load_dictionary)
+        self._decompress, self._read = decompressor.decompress, decompressor.read
         self._writer: PackWriter | None = None
         self._compressor: codec.Compressor | None = None
         self._samples: list[bytes] | None = None
@@ -115,6 +116,15 @@ class PackStore(ObjectStore):
                     changed = True
         return changed
 
+    def _probe(self, hex_id: str, raw: bytes) -> tuple[Pack, int] | None:
+        """(pack, offset) among the packs this process already knows, or None: no directory
+        listing. Raises FileNotFoundError if a pack was consolidated away before being mapped."""
+        for pack in self._order:
+            off = pack.locate(hex_id, raw)
+            if off >= 0:
+                return pack, off
+        return None
+
     def _find(self, hex_id: str, refresh: bool = True) -> tuple[Pack, int] | None:
         try:
             raw = bytes.fromhex(hex_id)
@@ -124,10 +134,9 @@ class PackStore(ObjectStore):
             return None
         for attempt in (0, 1):
             try:
-                for pack in self._order:
-                    off = pack.locate(hex_id, raw)
-                    if off >= 0:
-                        return pack, off
+                hit = self._probe(hex_id, raw)
+                if hit is not None:
+                    return hit
             except FileNotFoundError:  # consolidated away before we mapped it
                 self._list_packs()
                 continue
@@ -137,12 +146,21 @@ class PackStore(ObjectStore):
 
     # -- ObjectStore primitives --------------------------------------------------------------
     def get_raw(self, obj_id: str) -> tuple[str, bytes]:
-        for _ in (0, 1):
+        try:  # the hot path: one probe of the packs we know, then read and verify
+            raw = bytes.fromhex(obj_id)
+            hit = self._probe(obj_id, raw) if len(raw) == codec.ID_BYTES else None
+            if hit is not None:
+                return hit[0].read(obj_id, hit[1], self._read, raw)
+        except (ValueError, TypeError):
+            raise ObjectNotFound(f"no object {obj_id}") from None
+        except FileNotFoundError:  # a pack consolidated away: the slow path re-lists
+            pass
+        for _ in (0, 1):  # not (yet) known here: look for other processes' new packs and tails
             hit = self._find(obj_id)
             if hit is None:
                 break
             try:
-                return hit[0].read(obj_id, hit[1], self._decompress)
+                return hit[0].read(obj_id, hit[1], self._read)
             except FileNotFoundError:
                 self._list_packs()
         raise ObjectNotFound(f"no object {obj_id}")
@@ -171,16 +189,28 @@ class PackStore(ObjectStore):
                     seen.add(hex_id)
                     yield hex_id
 
+    def _known(self, obj_id: str) -> bool:
+        """Presence check of put: the packs this process knows, with no directory listing (a
+        racing duplicate costs a few bytes; a listing per put would cost half the speed)."""
+        return self._find(obj_id, refresh=False) is not None
+
     def put(self, type_name: str, value: Any) -> str:
         """As ObjectStore.put, but the presence check does not look for other processes' new
-        objects: a racing duplicate costs a few bytes, a directory scan per put costs 2x speed."""
+        objects (see `_known`)."""
         obj_id, body = codec.encode_object(type_name, value)
-        if self._find(obj_id, refresh=False) is None:
+        if not self._known(obj_id):
+            self._store_body(obj_id, type_name, body)
+        return obj_id
+
+    def put_encoded(self, obj_id: str, type_name: str, body: bytes) -> str:
+        if not self._known(obj_id):
             self._store_body(obj_id, type_name, body)
         return obj_id
 
     def _store_body(self, obj_id: str, type_name: str, body: bytes) -> None:
-        writer = self._writer if self._writer is not None and self._writer.pack else self._start()
+        writer = self._writer
+        if writer is None or writer.pack is None:
+            writer = self._start()
         payload, comp, dict_id = self._compressor.compress(body)
         writer.append(obj_id, codec.encode_record(obj_id, type_name, payload, comp, dict_id,
                                                   len(body)))
@@ -277,7 +307,7 @@ class PackStore(ObjectStore):
     def _train(self) -> None:
         """Train, store the zdict durably, then name it in `dicts` (that order: see format.md)."""
         samples, self._samples = self._samples, None
-        dictionary = codec.train_dictionary(samples)
+        dictionary = codec.train_dictionary(samples, **codec.STORE_DICT_PARAMS)
         if dictionary is None:
             return
         zid = self.put("zdict", dictionary)
