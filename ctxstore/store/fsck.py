@@ -5,19 +5,33 @@ decompressed body must equal the id in the header) and canonical form; for a sea
 its index checksum holds and that index and pack agree both ways. A torn tail at the end of an
 active pack is the normal state after a crash (the next writer cuts it), so it is not a problem;
 bad bytes with intact records after them are.
+
+Two halves, so that the expensive one runs on every core: this process walks the record headers
+of a pack (finding damage and each record's offset) and checks its index; runs of at most
+`CHUNK` well-framed records are verified (crc, zstd, blake3, canonical form) by worker processes
+when the store holds at least `PARALLEL_MIN` records, else right here. Problems come out in the
+same order either way: by pack, by offset, then the index's.
 """
 
 from __future__ import annotations
 
+import os
+import struct
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import get_context
 
 from .. import codec
 from ..errors import CorruptObject, CtxError
 from .pack import HEADER_SIZE, Pack, check_header, later_record, read_file_from
 from .packstore import PackStore
 
-PROGRESS_EVERY = 10_000
+#: Records per unit of verification work (and per progress report).
+CHUNK = 10_000
+#: Stores with fewer records are verified in this process: forking workers would cost more.
+PARALLEL_MIN = 50_000
+_STORED_LEN = struct.Struct("<I").unpack_from
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,22 +46,49 @@ class Problem:
         return self.message
 
 
-def verify(store: PackStore, progress: Callable[[int], None] | None = None) -> Iterator[Problem]:
-    """Yield every problem found; `progress(n)` is called with objects checked so far."""
-    done = 0
-    for pack in store.packs():
-        for item in _verify_pack(pack, store._decompress):
-            if type(item) is int:
-                done += item
-                if progress is not None:
-                    progress(done)
-            else:
-                yield item
-    if progress is not None:
-        progress(done)
+def verify(store: PackStore, progress: Callable[[int], None] | None = None,
+           workers: int | None = None) -> Iterator[Problem]:
+    """Yield every problem found; `progress(n)` is called with objects checked so far.
+
+    `workers`: processes verifying records (default: one per CPU this process may use, if the
+    store is large enough to pay for them; 1 verifies everything in this process)."""
+    packs = store.packs()
+    if workers is None:
+        workers = _cpus() if sum(p.count() for p in packs) >= PARALLEL_MIN else 1
+    pool = None
+    if workers > 1 and "fork" in _start_methods():
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
+    try:
+        done = 0
+        for pack in packs:
+            for item in _verify_pack(store, pack, pool):
+                if type(item) is int:
+                    done += item
+                    if progress is not None:
+                        progress(done)
+                else:
+                    yield item
+        if progress is not None:
+            progress(done)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
 
 
-def _verify_pack(pack: Pack, decompress) -> Iterator[Problem | int]:
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _start_methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()
+
+
+def _verify_pack(store: PackStore, pack: Pack, pool) -> Iterator[Problem | int]:
     name = pack.name
     try:
         data = pack.data() if pack.sealed else read_file_from(pack.fd(), 0)
@@ -55,50 +96,117 @@ def _verify_pack(pack: Pack, decompress) -> Iterator[Problem | int]:
     except (CtxError, OSError) as exc:
         yield Problem("pack", f"pack {name}: {exc}", pack=name)
         return
-    found: dict[str, int] = {}
+    found: dict[bytes, int] = {}
+    # (records, problems or a worker's future) per run of records or damage, in pack order
+    results: list[tuple[int, list[Problem] | Future]] = []
+    for item in _walk(data, pack.sealed, name, found):
+        if type(item) is Problem:
+            results.append((0, [item]))
+            continue
+        start, end, count = item
+        if pool is not None:
+            results.append((count, pool.submit(_verify_chunk, store.path, pack.path,
+                                               pack.sealed, start, end)))
+        else:
+            results.append((0, _verify_records(data, start, end, store._read, name)))
+            yield count
+    index_problems = list(_check_index(pack, found, len(data))) if pack.sealed else []
+    for count, res in results:
+        if type(res) is list:
+            yield from res
+        else:
+            problems = res.result()
+            yield count
+            yield from problems
+    yield from index_problems
+
+
+def _walk(data, sealed: bool, name: str, found: dict[bytes, int]) -> Iterator:
+    """Walk the record headers of a pack: yields damage Problems and (start, end, count) runs
+    of at most CHUNK well-framed records; fills `found` with each id's first offset."""
     end = len(data)
-    pos = HEADER_SIZE
-    read_header, payload_of, compute_id = (codec.read_record_header, codec.record_payload,
-                                           codec.compute_id)
+    pos = run_start = HEADER_SIZE
     count = 0
+    span = codec.record_span
+    setdefault = found.setdefault
     while pos < end:
         try:
-            info = read_header(data, pos)
+            raw, size = span(data, pos)
         except CorruptObject as exc:
+            if count:
+                yield run_start, pos, count
+                count = 0
             nxt = later_record(data, pos)
-            if nxt < 0 and not pack.sealed:
-                break  # torn tail of an active pack: recovered by the next writer
+            if nxt < 0 and not sealed:
+                return  # torn tail of an active pack: recovered by the next writer
             yield Problem("damage", f"pack {name}: unreadable bytes at offset {pos}: {exc}",
                           pack=name, offset=pos)
             if nxt < 0:
-                break
-            pos = nxt
+                return
+            pos = run_start = nxt
             continue
-        hex_id, off = info.id, pos
-        pos += info.size
-        found.setdefault(hex_id, off)
+        setdefault(raw, pos)
+        pos += size
         count += 1
-        if count == PROGRESS_EVERY:
-            yield count
-            count = 0
-        where = f"object {hex_id} in pack {name} at offset {off}"
+        if count == CHUNK:
+            yield run_start, pos, count
+            run_start, count = pos, 0
+    if count:
+        yield run_start, pos, count
+
+
+_WORKER_STORES: dict[str, PackStore] = {}
+
+
+def _verify_chunk(store_path: str, pack_path: str, sealed: bool, start: int,
+                  end: int) -> list[Problem]:
+    """Worker process: verify the records in [start, end) of one pack."""
+    store = _WORKER_STORES.get(store_path)
+    if store is None:
+        store = _WORKER_STORES[store_path] = PackStore(store_path, create=False)
+    pack = Pack(pack_path, sealed)
+    try:
+        data = pack.data() if sealed else read_file_from(pack.fd(), 0)
+        return _verify_records(data, start, end, store._read, pack.name)
+    finally:
+        pack.close()
+
+
+def _verify_records(data, start: int, end: int, read, name: str) -> list[Problem]:
+    """Crc, decompression, size, id and canonical form of the well-framed records in
+    [start, end): the per-object work of fsck, in one tight loop."""
+    problems: list[Problem] = []
+    names, raw_types = codec.TYPE_NAMES, codec.RAW_TYPES
+    id_digest, is_canonical = codec.id_digest, codec.is_canonical
+    head_size = codec.RECORD_HEAD_SIZE
+    pos = start
+    while pos < end:
         try:
-            body = decompress(payload_of(data, info), info)
+            code, raw, body, size = read(data, pos)
         except CorruptObject as exc:
-            kind = "checksum" if "checksum" in str(exc) else "decode"
-            yield Problem(kind, f"{where}: {exc}", hex_id, name, off)
+            hex_id = bytes(data[pos + 20:pos + 52]).hex()
+            msg = str(exc)
+            kind = "checksum" if "checksum" in msg else "decode"
+            problems.append(Problem(kind, f"object {hex_id} in pack {name} at offset {pos}: {msg}",
+                                    hex_id, name, pos))
+            pos += head_size + _STORED_LEN(data, pos + 16)[0]
             continue
-        if compute_id(info.type, body) != hex_id:
-            yield Problem("hash", f"{where}: body hashes to {compute_id(info.type, body)}",
-                          hex_id, name, off)
-        elif info.type not in codec.RAW_TYPES and not codec.is_canonical(body):
-            yield Problem("canonical", f"{where}: body is not canonical msgpack", hex_id, name, off)
-    yield count
-    if pack.sealed:
-        yield from _check_index(pack, found, len(data))
+        type_name = names[code]
+        if id_digest(type_name, body) != raw:
+            hex_id = raw.hex()
+            problems.append(Problem(
+                "hash", f"object {hex_id} in pack {name} at offset {pos}: body hashes to "
+                        f"{codec.compute_id(type_name, body)}", hex_id, name, pos))
+        elif type_name not in raw_types and not is_canonical(body):
+            hex_id = raw.hex()
+            problems.append(Problem(
+                "canonical", f"object {hex_id} in pack {name} at offset {pos}: body is not "
+                             f"canonical msgpack", hex_id, name, pos))
+        pos += size
+    return problems
 
 
-def _check_index(pack: Pack, found: dict[str, int], pack_len: int) -> Iterator[Problem]:
+def _check_index(pack: Pack, found: dict[bytes, int], pack_len: int) -> Iterator[Problem]:
     name, index = pack.name, pack.index
     try:
         if not index.verify_checksum():
@@ -106,15 +214,20 @@ def _check_index(pack: Pack, found: dict[str, int], pack_len: int) -> Iterator[P
         if index.pack_length != pack_len:
             yield Problem("index", f"index of pack {name} covers {index.pack_length} bytes, "
                                    f"pack has {pack_len}", pack=name)
+        listed = dict(index.entries())
+        if len(listed) == len(index) and listed == found:
+            return  # the common case, compared in C: same ids, same offsets, no duplicates
         indexed = set()
+        get = found.get
         for raw, off in index.entries():
-            hex_id = raw.hex()
-            indexed.add(hex_id)
-            if found.get(hex_id) != off:
+            indexed.add(raw)
+            if get(raw) != off:
+                hex_id = raw.hex()
                 yield Problem("index", f"index of pack {name} names {hex_id} at offset {off}, "
                                        f"where the pack has no such record", hex_id, name, off)
-        for hex_id in found.keys() - indexed:
-            yield Problem("index", f"object {hex_id} in pack {name} at offset {found[hex_id]} "
-                                   f"is missing from its index", hex_id, name, found[hex_id])
+        for raw in found.keys() - indexed:
+            hex_id = raw.hex()
+            yield Problem("index", f"object {hex_id} in pack {name} at offset {found[raw]} "
+                                   f"is missing from its index", hex_id, name, found[raw])
     except CtxError as exc:
         yield Problem("index", f"index of pack {name}: {exc}", pack=name)
