@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from ..clock import now_iso
 from ..errors import InvalidInput
 from ..objects import is_valid_event_type
-from ..repo import Repository, iter_session_refs
+from ..repo import AppendTransaction, Repository, iter_session_refs
 
 
 @dataclass(frozen=True)
@@ -75,34 +79,58 @@ class BatchResult:
     head: str
 
 
+_BATCH_FIELDS = frozenset({"type", "actor", "payload", "ts", "causality"})
+
+
 def _parse_batch(lines: Iterable[str], repo: Repository) -> list[dict]:
     items = []
+    loads, decode_error = json.loads, json.JSONDecodeError
     for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
+            obj = loads(line)
+        except decode_error as exc:
+            if not line.strip():
+                continue
             raise InvalidInput(f"batch line {n}: not valid JSON ({exc.msg}); nothing appended") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        if type(obj) is not dict or type(obj.get("type")) is not str:
             raise InvalidInput(f"batch line {n}: expected an object with a string \"type\"; "
                                f"nothing appended")
-        payload = obj.get("payload", {})
-        if not isinstance(payload, dict):
+        if type(obj.get("payload", {})) is not dict:
             raise InvalidInput(f"batch line {n}: \"payload\" must be an object; nothing appended")
-        unknown = set(obj) - {"type", "actor", "payload", "ts", "causality"}
-        if unknown:
+        if not obj.keys() <= _BATCH_FIELDS:
+            unknown = set(obj) - _BATCH_FIELDS
             raise InvalidInput(f"batch line {n}: unknown field(s) {', '.join(sorted(unknown))}; "
                                f"nothing appended")
         if not is_valid_event_type(obj["type"]):
             raise InvalidInput(f"batch line {n}: invalid event type {obj['type']!r}; nothing appended")
-        causality = obj.get("causality", {})
-        if not isinstance(causality, dict) or not isinstance(obj.get("ts", ""), str) or \
-                not isinstance(obj.get("actor", ""), str):
+        if type(obj.get("causality", {})) is not dict or type(obj.get("ts", "")) is not str or \
+                type(obj.get("actor", "")) is not str:
             raise InvalidInput(f"batch line {n}: \"actor\" and \"ts\" must be strings and "
                                f"\"causality\" an object; nothing appended")
         items.append(obj)
     return items
+
+
+class _BatchClock:
+    """`clock.now_iso()` for a stream of events: the same strings, with the date and time of
+    day formatted once per second instead of once per event."""
+
+    def __init__(self) -> None:
+        self._fake = os.environ.get("CTX_FAKE_TIME")
+        self._sec = -1
+        self._prefix = ""
+
+    def __call__(self) -> str:
+        if self._fake:
+            return self._fake
+        t = time.time()
+        sec = int(t)
+        if t - sec >= 0.999999:  # datetime rounds to microseconds: let now_iso pick the second
+            return now_iso()
+        if sec != self._sec:
+            self._sec = sec
+            self._prefix = datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        return f"{self._prefix}{int(t * 1000) % 1000:03d}Z"
 
 
 def append_batch(repo: Repository, lines: Iterable[str]) -> BatchResult:
@@ -112,7 +140,20 @@ def append_batch(repo: Repository, lines: Iterable[str]) -> BatchResult:
     """
     items = _parse_batch(lines, repo)
     with repo.transaction(message="append --batch") as tx:
-        for obj in items:
-            tx.append(obj["type"], obj.get("actor", "agent"), obj.get("payload", {}),
-                      obj.get("causality"), obj.get("ts"))
+        _append_items(tx, items)
     return BatchResult(len(items), tx.tip)
+
+
+def _append_items(tx: AppendTransaction, items: list[dict]) -> None:
+    """`tx.append(type, actor, payload, causality, ts)` for each parsed line, without re-checking
+    what `_parse_batch` checked and without looking generations up: the same field maps as
+    `AppendTransaction.append` builds (so the same ids), one after another on the tip."""
+    clock = _BatchClock()
+    put = tx._put
+    tip = tx.tip
+    gen = tx._generation(tip)
+    for obj in items:
+        gen += 1
+        tip = put({"type": obj["type"], "actor": obj.get("actor", "agent"),
+                   "payload": obj.get("payload") or {}, "parents": [tip], "generation": gen,
+                   "ts": obj.get("ts") or clock(), "causality": obj.get("causality") or {}})
