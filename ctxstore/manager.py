@@ -345,7 +345,9 @@ class ContextManager:
         bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra, eviction_order)
         share = float(cfg.get("auto_compact_share", DEFAULT_AUTO_COMPACT_SHARE))
         demand = sum(seg.tokens for seg in bundle.segments)
-        if auto_compact and rev is None and share > 0 and demand > share * bundle.available_tokens:
+        just_compacted = self.store.graph.event(self.tip).type == "CompactionCompleted"
+        if auto_compact and rev is None and share > 0 and not just_compacted \
+                and demand > share * bundle.available_tokens:
             from .compaction import compact
 
             try:

@@ -305,3 +305,26 @@ def test_abandoned_call_is_summarized_as_an_error_not_blocking():
     res = compact(cm, keep_recent_tokens=200)
     rec = cm.store.store.get(res.compaction_id)
     assert any(e.get("tool_call_id") == "lost" and "abandoned" in e["error"] for e in rec.errors)
+
+
+def test_repeated_auto_compaction_keeps_the_summary_bounded():
+    """Chained compactions carry structured fields, not the previous text: the summary stays
+    bounded and auto-compaction does not fire on every build."""
+    cm = coding_session(2)
+    compactions = 0
+    for t in range(150):
+        cm.add_user_message(f"turn {t}: continue")
+        cm.record_tool_call(f"k{t}", "bash", {"cmd": f"make step{t}"})
+        cm.record_tool_result(f"k{t}", f"step {t} output line\n" * 40)
+        cm.record_file_write(f"src/f{t % 30}.py", f"edit {t}")
+        before = cm.tip
+        cm.build_context(budget=8000)
+        compactions += cm.tip != before
+    rec = cm.store.store.get(cm.store.graph.event(
+        next(e for e, ev in cm.store.graph.walk([cm.tip], first_parent=True)
+             if ev.type == "CompactionCompleted")).causality["compaction_id"])
+    assert compactions >= 3 and compactions <= 150 // 5
+    assert cm.tokenizer.count(rec.summary) < 2500
+    bundle = cm.build_context(budget=8000, auto_compact=False)
+    assert any(s.kind == "summary" and s.kept for s in bundle.segments)
+    assert any(s.kind == "turn" and s.kept for s in bundle.segments)  # recent turns still fit

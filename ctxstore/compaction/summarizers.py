@@ -90,21 +90,29 @@ class StructuredSummarizer:
         next_steps = [s["text"] for s in steps if s.get("status") != "done"]
         if not next_steps and goal["current_task"]:
             next_steps = [f"Continue: {goal['current_task']}"]
-        user_said = [e["text"][:400] for e in events if e["type"] == "UserPromptSubmitted" and e["text"]]
+        user_said = [*_quotes(prev.get("summary", "")),
+                     *(e["text"][:400] for e in events if e["type"] == "UserPromptSubmitted" and e["text"])]
         record = {"goal": goal, "constraints": cons,
                   "progress": {"done": done, "in_progress": in_progress},
                   "files": {"read": read, "modified": modified}, "tool_results": tool_results,
                   "errors": _uniq(errors), "decisions": decisions, "open_questions": open_q,
                   "next_steps": next_steps}
-        record["summary"] = render_summary(record, user_said, prev.get("summary", ""))
+        record["summary"] = render_summary(record, user_said)
         return record
 
 
-def render_summary(r: Mapping[str, Any], user_said: list[str], previous: str = "") -> str:
-    """The text the model reads in place of the summarized range."""
+def _quotes(previous_summary: str) -> list[str]:
+    """The user's words a previous summary quoted, so a chain keeps the newest of them."""
+    return [line[2:] for line in previous_summary.splitlines() if line.startswith("> ")]
+
+
+def render_summary(r: Mapping[str, Any], user_said: list[str]) -> str:
+    """The text the model reads in place of the summarized range.
+
+    Its size is bounded whatever the history: every list shows only its newest items (the
+    record keeps them all), and a chained compaction carries the previous record's structured
+    fields forward, never the previous text, so repeated compaction cannot grow it."""
     lines = ["[Summary of earlier work in this session]"]
-    if previous:
-        lines += ["Earlier summary:", previous.replace("[Summary of earlier work in this session]\n", ""), ""]
     lines.append(f"Goal: {r['goal']['user_goal']}")
     lines.append(f"Current task: {r['goal']['current_task']}")
     for c in r["constraints"]["hard"]:
@@ -116,11 +124,14 @@ def render_summary(r: Mapping[str, Any], user_said: list[str], previous: str = "
                          ("Next steps", r["next_steps"])):
         if items:
             lines.append(f"{title}:")
-            lines += [f"- {x}" for x in items]
+            lines += _capped("-", items, lambda x: " ".join(str(x).split())[:200], SHOW_LIST)
     if r["files"]["read"]:
-        lines.append("Files read: " + ", ".join(f["path"] for f in r["files"]["read"]))
-    for f in r["files"]["modified"]:
-        lines.append(f"Modified {f['path']}: {f.get('change_summary', '')}")
+        read = [f["path"] for f in r["files"]["read"]]
+        more = f" (+{len(read) - SHOW_FILES} earlier)" if len(read) > SHOW_FILES else ""
+        lines.append("Files read: " + ", ".join(read[-SHOW_FILES:]) + more)
+    lines += _capped("Modified", r["files"]["modified"],
+                     lambda f: f"{f['path']}: {' '.join(f.get('change_summary', '').split())[:120]}",
+                     SHOW_FILES)
     lines += _capped("Tool result", r["tool_results"], lambda t: (
         f"{t['tool_call_id']}: {' '.join(t['summary'].split())[:120]}"
         + (f" (full output: artifact {t['artifact_ref'][:12]})" if t.get("artifact_ref") else "")))
@@ -129,19 +140,23 @@ def render_summary(r: Mapping[str, Any], user_said: list[str], previous: str = "
         + (" (retried)" if e.get("retried") else "")))
     if user_said:
         lines.append("The user said:")
-        lines += [f"> {' '.join(u.split())[:300]}" for u in user_said[-5:]]
+        lines += [f"> {' '.join(u.split())[:300]}" for u in user_said[-SHOW_QUOTES:]]
     return "\n".join(lines)
 
 
 #: The rendered summary shows the newest items of long lists; the record keeps them all.
 SHOW_ITEMS = 8
+SHOW_LIST = 12
+SHOW_FILES = 20
+SHOW_QUOTES = 5
 
 
-def _capped(label: str, items, fmt) -> list[str]:
-    shown = list(items)[-SHOW_ITEMS:]
+def _capped(label: str, items, fmt, limit: int = SHOW_ITEMS) -> list[str]:
+    items = list(items)
+    shown = items[-limit:]
     out = [f"{label} {fmt(x)}" for x in shown]
     if len(items) > len(shown):
-        out.insert(0, f"({len(items) - len(shown)} earlier {label.lower()}s are listed in the compaction record)")
+        out.insert(0, f"({len(items) - len(shown)} earlier item(s) are listed in the compaction record)")
     return out
 
 
