@@ -480,12 +480,13 @@ class Decompressor:
                                 id=hex_id)
         return body
 
-    def read(self, buf, offset: int) -> tuple[int, bytes, bytes, int]:
-        """(type code, raw id, body, record size) of the record at `offset` of `buf`, verified:
-        header, crc, decompression and size. The hot path of get and fsck: the checks of
-        `read_record_header` + `record_payload` + `decompress` with one unpack of the header and
-        no RecordInfo. Errors are CorruptObject without the pack name (callers add it)."""
-        head = buf[offset:offset + RECORD_HEAD_SIZE]
+    def read(self, buf, offset: int, base: int = 0) -> tuple[int, bytes, bytes, int]:
+        """(type code, raw id, body, record size) of the record at `offset`, verified: header,
+        crc, decompression and size; `buf` holds the file from `base` on. The hot path of get and
+        fsck: the checks of `read_record_header` + `record_payload` + `decompress` with one unpack
+        of the header and no RecordInfo. Errors are CorruptObject without the pack name."""
+        i = offset - base
+        head = buf[i:i + RECORD_HEAD_SIZE]
         if len(head) != RECORD_HEAD_SIZE:
             raise CorruptObject(f"truncated record header at offset {offset}")
         magic, code, comp, dict_id, raw_len, stored_len, raw_id, crc = _FULL_HEAD.unpack(head)
@@ -493,8 +494,8 @@ class Decompressor:
             raise CorruptObject(f"bad record magic/version at offset {offset}")
         if comp > COMP_ZSTD_DICT or raw_len > MAX_OBJECT_SIZE:
             raise CorruptObject(f"bad record header at offset {offset}")
-        start = offset + RECORD_HEAD_SIZE
-        payload = buf[start:start + stored_len]
+        i += RECORD_HEAD_SIZE
+        payload = buf[i:i + stored_len]
         if len(payload) != stored_len:
             raise CorruptObject(f"truncated record payload at offset {offset}")
         if _crc32(payload, _crc32(head[:52])) != crc:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 
@@ -56,8 +58,12 @@ def verify(store: PackStore, progress: Callable[[int], None] | None = None,
     if workers is None:
         workers = _cpus() if sum(p.count() for p in packs) >= PARALLEL_MIN else 1
     pool = None
-    if workers > 1 and "fork" in _start_methods():
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
+    # Forked workers inherit only this thread; with others running (a writer's group-commit
+    # thread, an embedding application's threads) fork is unsafe, so verify in this process.
+    if workers > 1 and threading.active_count() == 1 and "fork" in _start_methods():
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"),
+                                   initializer=_init_worker,
+                                   initargs=(store.path, _dictionaries(store)))
     try:
         done = 0
         for pack in packs:
@@ -97,27 +103,29 @@ def _verify_pack(store: PackStore, pack: Pack, pool) -> Iterator[Problem | int]:
         yield Problem("pack", f"pack {name}: {exc}", pack=name)
         return
     found: dict[bytes, int] = {}
-    # (records, problems or a worker's future) per run of records or damage, in pack order
-    results: list[tuple[int, list[Problem] | Future]] = []
+    # per run of records (or damage), in pack order: (run, problems or a worker's future)
+    results: list[tuple[tuple[int, int, int], list[Problem] | Future]] = []
     for item in _walk(data, pack.sealed, name, found):
         if type(item) is Problem:
-            results.append((0, [item]))
+            results.append(((0, 0, 0), [item]))
             continue
         start, end, count = item
         if pool is not None:
-            results.append((count, pool.submit(_verify_chunk, store.path, pack.path,
-                                               pack.sealed, start, end)))
+            results.append((item, pool.submit(_verify_chunk, pack.path, pack.sealed, start, end)))
         else:
-            results.append((0, _verify_records(data, start, end, store._read, name)))
+            results.append(((0, 0, 0), _verify_records(data, start, end, store._read, name)))
             yield count
     index_problems = list(_check_index(pack, found, len(data))) if pack.sealed else []
-    for count, res in results:
+    for (start, end, count), res in results:
         if type(res) is list:
             yield from res
-        else:
+            continue
+        try:
             problems = res.result()
-            yield count
-            yield from problems
+        except (BrokenProcessPool, OSError):  # a worker died (e.g. killed): check it here
+            problems = _verify_records(data, start, end, store._read, name)
+        yield count
+        yield from problems
     yield from index_problems
 
 
@@ -155,26 +163,50 @@ def _walk(data, sealed: bool, name: str, found: dict[bytes, int]) -> Iterator:
         yield run_start, pos, count
 
 
-_WORKER_STORES: dict[str, PackStore] = {}
+def _dictionaries(store: PackStore) -> dict[int, bytes]:
+    """The store's readable dictionaries, handed to workers so that none has to look for them
+    (a zdict in an active pack would cost each worker a scan of that pack)."""
+    out = {}
+    for dict_id in store._read_dicts():
+        try:
+            out[dict_id] = store._load_dictionary(dict_id)
+        except CtxError:
+            continue  # the workers' own lookup reports it, as a serial fsck would
+    return out
 
 
-def _verify_chunk(store_path: str, pack_path: str, sealed: bool, start: int,
-                  end: int) -> list[Problem]:
+_worker_read = None  # a worker process's Decompressor.read
+
+
+def _init_worker(store_path: str, dictionaries: dict[int, bytes]) -> None:
+    global _worker_read
+    store: list[PackStore] = []
+
+    def load(dict_id: int) -> bytes:
+        if dict_id in dictionaries:
+            return dictionaries[dict_id]
+        if not store:
+            store.append(PackStore(store_path, create=False))
+        return store[0]._load_dictionary(dict_id)
+
+    _worker_read = codec.Decompressor(load).read
+
+
+def _verify_chunk(pack_path: str, sealed: bool, start: int, end: int) -> list[Problem]:
     """Worker process: verify the records in [start, end) of one pack."""
-    store = _WORKER_STORES.get(store_path)
-    if store is None:
-        store = _WORKER_STORES[store_path] = PackStore(store_path, create=False)
     pack = Pack(pack_path, sealed)
     try:
-        data = pack.data() if sealed else read_file_from(pack.fd(), 0)
-        return _verify_records(data, start, end, store._read, pack.name)
+        if sealed:
+            return _verify_records(pack.data(), start, end, _worker_read, pack.name)
+        data = os.pread(pack.fd(), end - start, start)  # only this run: active packs are pread
+        return _verify_records(data, start, end, _worker_read, pack.name, start)
     finally:
         pack.close()
 
 
-def _verify_records(data, start: int, end: int, read, name: str) -> list[Problem]:
+def _verify_records(data, start: int, end: int, read, name: str, base: int = 0) -> list[Problem]:
     """Crc, decompression, size, id and canonical form of the well-framed records in
-    [start, end): the per-object work of fsck, in one tight loop."""
+    [start, end) of a pack (`data` holds it from `base` on): fsck's per-object work."""
     problems: list[Problem] = []
     names, raw_types = codec.TYPE_NAMES, codec.RAW_TYPES
     id_digest, is_canonical = codec.id_digest, codec.is_canonical
@@ -182,14 +214,15 @@ def _verify_records(data, start: int, end: int, read, name: str) -> list[Problem
     pos = start
     while pos < end:
         try:
-            code, raw, body, size = read(data, pos)
+            code, raw, body, size = read(data, pos, base)
         except CorruptObject as exc:
-            hex_id = bytes(data[pos + 20:pos + 52]).hex()
+            i = pos - base
+            hex_id = bytes(data[i + 20:i + 52]).hex()
             msg = str(exc)
             kind = "checksum" if "checksum" in msg else "decode"
             problems.append(Problem(kind, f"object {hex_id} in pack {name} at offset {pos}: {msg}",
                                     hex_id, name, pos))
-            pos += head_size + _STORED_LEN(data, pos + 16)[0]
+            pos += head_size + _STORED_LEN(data, i + 16)[0]
             continue
         type_name = names[code]
         if id_digest(type_name, body) != raw:
