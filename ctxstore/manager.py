@@ -31,6 +31,7 @@ from .context import (
     default_tokenizer,
 )
 from .errors import BadRevision, CompactionRejected, CtxError, InvalidInput, NotFound
+from .eventcache import EventCache
 from .objects import (
     Artifact,
     Compaction,
@@ -44,7 +45,6 @@ from .objects import (
 from .refs import DEFAULT_BRANCH, branch_ref
 from .repo import Repository
 from .revparse import resolve_event
-from .snapshots import SnapshotCache
 from .state import AgentState, project, snapshot_value, state_from_snapshot
 
 PREVIEW_BYTES = 1024
@@ -78,7 +78,7 @@ class ContextManager:
         if store.refs.read(self.ref) is None:
             raise BadRevision(f"session {self.session[:12]} has no branch {self.branch!r}")
         self.tokenizer = tokenizer or default_tokenizer()
-        self.snapshots = SnapshotCache(store.path)
+        self.snapshots = EventCache(store.path, "snapshots")
         cfg = store.session(self.session).config
         self.artifact_threshold = int(cfg.get("artifact_threshold",
                                               store.config.get("artifact_threshold", 4096)))

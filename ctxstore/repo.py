@@ -17,6 +17,7 @@ from . import codec
 from . import config as config_mod
 from .clock import now_iso
 from .errors import BadRevision, CtxError, InvalidInput, RefConflict, StoreNotFound
+from .eventcache import SESSION_MARK_EVERY, EventCache
 from .graph import EventGraph
 from .objects import DEFAULT_SESSION_CONFIG, Event, Session, is_valid_event_type
 from .refs import (
@@ -60,6 +61,8 @@ class Repository:
         self.refs = refs
         self.config = config if config is not None else dict(config_mod.DEFAULTS)
         self.graph = EventGraph(store)
+        self.session_marks = EventCache(path, "sessions")
+        self._session_memo: dict[str, str] = {}
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -178,16 +181,37 @@ class Repository:
         return Current(None, None, head.target, None)
 
     def session_of_event(self, event_id: str) -> str | None:
-        """The session whose root this event descends from (first-parent walk to the root).
+        """The session an event belongs to: the one whose root its first-parent chain reaches.
 
-        Only needed with a detached HEAD; O(depth), so callers prefer HEAD's session."""
-        eid = event_id
-        while True:
+        The walk stops at a session mark (written every SESSION_MARK_EVERY generations by
+        append transactions) or a memoised answer, so it is short; without marks it goes to
+        the root once per process."""
+        walked: list[str] = []
+        eid: str | None = event_id
+        sid: str | None = None
+        while eid is not None:
+            sid = self._session_memo.get(eid) or self.session_marks.get(eid)
+            if sid is not None:
+                break
+            walked.append(eid)
             ev = self.graph.event(eid)
             if not ev.parents:
-                sid = ev.payload.get("session")
-                return sid if isinstance(sid, str) else None
+                found = ev.payload.get("session")
+                sid = found if isinstance(found, str) else None
+                break
             eid = ev.parents[0]
+        if sid is not None:
+            for w in walked:
+                self._session_memo[w] = sid
+        return sid
+
+    def check_same_session(self, event_id: str, session_id: str, what: str) -> None:
+        """Refuse to graft another session's history into this session's refs."""
+        other = self.session_of_event(event_id)
+        if other != session_id:
+            raise BadRevision(f"{what} {event_id[:12]} belongs to session "
+                              f"{(other or '?')[:12]}, not to {session_id[:12]}: branches and "
+                              f"resets stay within one session")
 
     def resolve_session(self, text: str) -> str:
         """A session id from a full id or a unique prefix (>= 4 hex digits)."""
@@ -249,6 +273,8 @@ class AppendTransaction:
         self.appended: list[str] = []
         self._fields: list[dict[str, Any]] = []
         self._gen: dict[str, int] = {}
+        parts = split_branch_ref(ref)
+        self._session = parts[0] if parts else None
         self.committed = False
 
     def _generation(self, eid: str) -> int:
@@ -278,6 +304,8 @@ class AppendTransaction:
     def _put(self, fields: dict[str, Any]) -> str:
         eid, body = codec.encode_object("event", fields)
         self.repo.store.put_encoded(eid, "event", body)
+        if fields["generation"] % SESSION_MARK_EVERY == 0 and self._session:
+            self.repo.session_marks.put(eid, self._session)
         self._fields.append(fields)
         self._gen[eid] = fields["generation"]
         self.appended.append(eid)

@@ -73,13 +73,11 @@ def _base(repo: Repository, text: str) -> Resolved:
         raise BadRevision(f"unknown revision {text!r}: no branch, session or object matches") from None
     obj = repo.store.get(obj_id)
     if isinstance(obj, Session):
-        main = repo.refs.read(branch_ref(obj_id, DEFAULT_BRANCH))
-        if main is None:
-            branches = repo.branches(obj_id)
-            if not branches:
-                raise BadRevision(f"session {obj_id[:12]} has no branches")
-            main = branches[sorted(branches)[0]]
-        return Resolved(main, branch_ref(obj_id, DEFAULT_BRANCH))
+        branches = repo.branches(obj_id)
+        if not branches:
+            raise BadRevision(f"session {obj_id[:12]} has no branches")
+        branch = DEFAULT_BRANCH if DEFAULT_BRANCH in branches else min(branches)
+        return Resolved(branches[branch], branch_ref(obj_id, branch))
     return Resolved(obj_id)
 
 

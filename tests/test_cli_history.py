@@ -200,3 +200,20 @@ def test_help_teaches(ctx):
     for cmd in ("init", "new", "append", "log", "fork", "checkout", "reset", "diff", "reflog"):
         assert f"  {cmd}" in out
     assert "Examples" in ctx("append", "--help").stdout
+
+
+def test_branch_and_reset_refuse_another_sessions_events(ctx, session, tmp_path):
+    other_root = ctx.json("log")[-1]["id"]  # root of the first session
+    ctx("new", "--title", "second")
+    before = store_files(tmp_path)
+    assert "belongs to session" in ctx.fails(5, "branch", "alien", other_root)
+    assert "belongs to session" in ctx.fails(5, "reset", other_root)
+    assert "belongs to session" in ctx.fails(5, "fork", "x", "--at", other_root)
+    assert store_files(tmp_path) == before
+
+
+def test_detached_head_resolves_branch_names_of_its_session(ctx, session):
+    ctx("checkout", "HEAD~1")
+    assert ctx.json("log", "main", "-n", "1")[0]["type"] == "UserPromptSubmitted"
+    st = ctx.json("state")  # the manager is bound to the detached event's own session
+    assert st["goal"]["user_goal"] == "make CI green"

@@ -15,7 +15,7 @@ LAYERS = [
     {"objects"},
     {"store", "chunking"},
     {"refs"},
-    {"config", "repo", "graph", "revparse", "snapshots", "links"},
+    {"config", "repo", "graph", "revparse", "eventcache", "links"},
     {"state", "context", "trace", "compaction", "importers", "transfer", "integrations",
      "fsck_repo"},
     {"manager"},

@@ -34,15 +34,10 @@ def resolve_target(repo: Repository, rev_or_session: str) -> tuple[str, list[str
 
 
 def session_of_event(repo: Repository, event_id: str) -> str:
-    cur = event_id
-    while True:
-        ev: Event = repo.graph.event(cur)
-        if not ev.parents:
-            sid = ev.payload.get("session", "") if ev.type == "SessionStarted" else ""
-            if not sid:
-                raise InvalidInput(f"event {event_id[:12]} has no SessionStarted root")
-            return sid
-        cur = ev.parents[0]
+    sid = repo.session_of_event(event_id)
+    if not sid:
+        raise InvalidInput(f"event {event_id[:12]} has no SessionStarted root")
+    return sid
 
 
 def export_session(repo: Repository, rev_or_session: str, format: str, out: TextIO) -> dict[str, Any]:

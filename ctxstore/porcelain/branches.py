@@ -30,7 +30,9 @@ def create_branch(repo: Repository, name: str, rev: str | None = None) -> tuple[
     """A new branch NAME at REV (default HEAD) in HEAD's session; returns (ref, tip)."""
     check_branch_name(name)
     tip = resolve_event(repo, rev or HEAD)
-    ref = branch_ref(session_of(repo, tip), name)
+    session = session_of(repo, tip)
+    repo.check_same_session(tip, session, rev or HEAD)
+    ref = branch_ref(session, name)
     if repo.refs.read(ref) is not None:
         raise BadRevision(f"branch {name!r} already exists")
     repo.refs.set_if_equals(ref, None, tip, message=f"branch: created from {rev or 'HEAD'}")
@@ -77,6 +79,8 @@ def reset(repo: Repository, rev: str) -> tuple[str, str, str]:
     if cur.ref is None:
         raise BadRevision("HEAD is detached: `ctx checkout REV` instead, or check out a branch")
     target = resolve_event(repo, rev)
+    if cur.session:
+        repo.check_same_session(target, cur.session, rev)
     old = repo.refs.read(cur.ref)
     repo.refs.set_if_equals(cur.ref, old, target, message=f"reset: moving to {rev}")
     return cur.ref, old or "", target

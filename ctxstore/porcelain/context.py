@@ -13,7 +13,7 @@ from ..manager import ContextManager
 from ..objects import Artifact
 from ..refs import HEAD, split_branch_ref
 from ..repo import Repository
-from ..revparse import resolve, resolve_event
+from ..revparse import resolve
 from ..state import AgentState, state_diff
 from ..trace import stats as stats_of
 from ..trace import trace as trace_of
@@ -22,18 +22,26 @@ FORMATS = ("neutral", "openai", "anthropic")
 
 
 def manager_at(repo: Repository, rev: str | None) -> tuple[ContextManager, str]:
-    """A ContextManager for the session REV belongs to, and REV's event id."""
+    """A ContextManager for the session REV belongs to (bound to REV's branch when REV names
+    one, else to HEAD's branch if it is the same session, else to that session's main), and
+    REV's event id."""
     r = resolve(repo, rev or HEAD)
-    eid = resolve_event(repo, rev or HEAD)
+    eid = r.id
+    repo.graph.event(eid)  # BadRevision if REV is not an event
     parts = split_branch_ref(r.ref) if r.ref else None
     if parts:
         return ContextManager(repo, parts[0], parts[1]), eid
-    cur = repo.current()
-    sid = cur.session or repo.session_of_event(eid)
+    sid = repo.session_of_event(eid)
     if not sid:
         raise BadRevision(f"{rev}: cannot tell which session it belongs to")
+    cur = repo.current()
     branches = repo.branches(sid)
-    branch = cur.branch if cur.session == sid else ("main" if "main" in branches else min(branches))
+    if cur.session == sid and cur.branch:
+        branch = cur.branch
+    elif branches:
+        branch = "main" if "main" in branches else min(branches)
+    else:
+        raise BadRevision(f"session {sid[:12]} has no branches")
     return ContextManager(repo, sid, branch), eid
 
 

@@ -1,8 +1,12 @@
-"""The cache of state snapshots: event id -> id of a "snapshot" object holding the projection.
+"""Derived maps keyed by event id, kept under `.ctx/cache/<name>/` (or in memory).
 
-Snapshots are derived data: the map lives in `.ctx/cache/snapshots/` (or in memory), can be
-deleted at any time, and a snapshot is used only if it decodes and names the event it is keyed
-by. Losing the cache costs one full fold, never correctness.
+- `snapshots`: event id -> id of a "snapshot" object holding the state projected there;
+- `sessions`: event id -> the session it belongs to, marked by append transactions every
+  SESSION_MARK_EVERY generations, so finding an event's session walks at most that far.
+
+Everything here can be deleted at any time: a missing entry costs a longer walk or a full
+fold, never correctness. A snapshot is used only if it names the event it is keyed by; a
+session mark is written only by the transaction that appended the event to that session.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ from pathlib import Path
 from .codec import is_full_id
 from .lockfile import write_file_atomically
 
+SESSION_MARK_EVERY = 256
 
-class SnapshotCache:
-    def __init__(self, root: Path | None) -> None:
-        self.root = root / "cache" / "snapshots" if root is not None else None
+
+class EventCache:
+    def __init__(self, root: Path | None, name: str) -> None:
+        self.root = root / "cache" / name if root is not None else None
         self._mem: dict[str, str] = {}
 
     def _path(self, event_id: str) -> Path:
