@@ -338,6 +338,9 @@ class ContextManager:
         offered passes the session's `auto_compact_share` of the window (default 0.8; 0 turns
         it off), the branch is compacted first; a compaction that fails its checks is skipped
         and the builder trims instead."""
+        if record and rev is not None and self._rev(rev) != self.tip:
+            raise BadRevision(f"--record builds at the tip of {self.branch}: {rev} is not its tip "
+                              f"(a bundle recorded there would describe a different state)")
         cfg = self.store.session(self.session).config
         budget = int(budget if budget is not None else cfg.get("context_window", 200_000))
         reserved = int(reserved_output if reserved_output is not None else
@@ -361,7 +364,8 @@ class ContextManager:
             bid = self.store.store.put("bundle", bundle.to_dict())
             self.append_event("ContextBuilt", "system",
                               {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
-                               "tokenizer": bundle.tokenizer}, {"bundle_id": bid})
+                               "tokenizer": bundle.tokenizer, "at": bundle.state_event},
+                              {"bundle_id": bid})
         return bundle
 
     def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order

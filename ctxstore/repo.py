@@ -150,7 +150,14 @@ class Repository:
         elif current != root and not self.graph.is_ancestor(root, current):
             raise RefConflict(f"ref {ref} exists and does not descend from this session's root")
         if checkout:
-            self.refs.set_head_symbolic(ref, actor=actor, message=f"checkout: new session {sid[:12]}")
+            try:
+                self.refs.set_head_symbolic(ref, actor=actor,
+                                            message=f"checkout: new session {sid[:12]}")
+            except CtxError:
+                if current is None:  # undo the branch this call created: no half-made session
+                    self.refs.set_if_equals(ref, root, None, actor=actor,
+                                            message="session: creation rolled back")
+                raise
         return sid, root
 
     def session(self, session_id: str) -> Session:

@@ -171,3 +171,12 @@ def test_large_artifact_is_chunked_and_streams_back(ctx, tmp_path):
     manifest = ctx.json("show", res["content"])["content"]
     # only the changed chunk(s), a manifest and an artifact are new; the rest is shared
     assert new_objects <= 4 < len(manifest["chunks"]) + 2
+
+
+def test_record_only_at_the_tip(ctx):
+    tip = ctx.json("log", "-n", "1")[0]["id"]
+    assert "not its tip" in ctx.fails(5, "context", "HEAD~1", "--record")
+    assert ctx.json("log", "-n", "1")[0]["id"] == tip
+    ctx("context", "--record")
+    built = ctx.json("log", "-n", "1")[0]
+    assert built["type"] == "ContextBuilt" and built["payload"]["at"] == tip

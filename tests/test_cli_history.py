@@ -217,3 +217,16 @@ def test_detached_head_resolves_branch_names_of_its_session(ctx, session):
     assert ctx.json("log", "main", "-n", "1")[0]["type"] == "UserPromptSubmitted"
     st = ctx.json("state")  # the manager is bound to the detached event's own session
     assert st["goal"]["user_goal"] == "make CI green"
+
+
+def test_new_under_a_held_head_lock_leaves_no_session(ctx, session, tmp_path):
+    from ctxstore import lockfile
+
+    (tmp_path / ".ctx" / "HEAD.lock").write_text("")
+    old, lockfile.DEFAULT_WAIT = lockfile.DEFAULT_WAIT, 0.05
+    try:
+        assert "HEAD.lock" in ctx.fails(7, "new", "--title", "blocked")
+    finally:
+        lockfile.DEFAULT_WAIT = old
+    (tmp_path / ".ctx" / "HEAD.lock").unlink()
+    assert [s["id"] for s in ctx.json("sessions")] == [session]

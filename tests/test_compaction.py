@@ -328,3 +328,12 @@ def test_repeated_auto_compaction_keeps_the_summary_bounded():
     bundle = cm.build_context(budget=8000, auto_compact=False)
     assert any(s.kind == "summary" and s.kept for s in bundle.segments)
     assert any(s.kind == "turn" and s.kept for s in bundle.segments)  # recent turns still fit
+
+
+def test_dry_run_with_nothing_to_compact_reports_instead_of_failing():
+    cm = coding_session(1)
+    res = compact(cm, dry_run=True)
+    assert not res.committed and res.summarized == 0
+    assert [c.rule for c in res.failed] == ["has_source_refs"]
+    with pytest.raises(CompactionRejected, match="nothing to compact"):
+        compact(cm)

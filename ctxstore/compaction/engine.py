@@ -152,8 +152,15 @@ def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None,
         k = _choose_cut(live, costs, keep)
     prev_summary_tokens = cm.tokenizer.count(prev.summary) if prev else 0
     if k == 0:
-        raise CompactionRejected(f"nothing to compact: the {sum(costs)} tokens since the last "
-                                 f"compaction fit in --keep-recent-tokens {keep} (or no safe cut)")
+        why = (f"nothing to compact: the {sum(costs)} tokens since the last compaction fit in "
+               f"--keep-recent-tokens {keep} (or no safe cut)")
+        if dry_run:
+            total = sum(costs) + prev_summary_tokens
+            return CompactionResult(False, "compaction", None, None, None, None,
+                                    live[0][0] if live else None, 0, total, total,
+                                    getattr(summarizer, "name", "?"),
+                                    [Verdict("has_source_refs", False, why)], prev_id)
+        raise CompactionRejected(why)
     summarized, kept = rows[:k], rows[k:]
     state = cm.project_state(live[k - 1][0])
     request = {"kind": "compaction", "state": state.to_dict(), "events": summarized,
@@ -241,6 +248,8 @@ def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
                      kind="merge")
     result.compaction_id = cm.store.store.put_object(record)
     with cm.store.transaction(cm.ref, message=f"merge {branch}") as tx:
+        if tx.base != tip:
+            raise CompactionRejected(f"branch {cm.branch} moved during the merge; retry")
         result.event_id = tx.append("BranchMerged", "agent",
                                     {"branch": branch, "summary": out["summary"][:2000],
                                      "merged_events": len(ids)},
