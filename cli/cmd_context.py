@@ -177,8 +177,12 @@ def artifact_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def artifact_add(state, file, kind, summary, as_json) -> None:
-    """Store FILE as an artifact (content stored once by hash); prints the artifact id."""
+    """Store FILE as an artifact (content stored once by hash, chunked when large) and record an
+    ArtifactAdded event on the current branch; prints the artifact id."""
     res = pc.artifact_add(state.repo, file, kind, summary)
+    if res["event"] is None:
+        click.echo("ctx: warning: no branch checked out, so no event names this artifact; "
+                   "gc will remove it after its grace period", err=True)
     if as_json:
         emit_json(res)
     else:

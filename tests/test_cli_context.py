@@ -112,7 +112,12 @@ def test_artifact_add_and_cat(ctx, tmp_path):
     assert ctx("cat", res["artifact"][:12]).stdout_bytes == f.read_bytes()
     assert ctx("cat", res["content"]).stdout_bytes == f.read_bytes()
     again = ctx.json("artifact", "add", str(f), "--kind", "command_log")
-    assert again == res  # stored once
+    assert again["artifact"] == res["artifact"] and again["content"] == res["content"]  # stored once
+    ev = ctx.json("log", "-n", "1")[0]
+    assert ev["type"] == "ArtifactAdded" and ev["causality"]["artifact_id"] == res["artifact"]
+    assert any(a["artifact_id"] == res["artifact"] for a in ctx.json("state")["artifacts"])
+    ctx("gc", "--prune=now")
+    assert ctx("cat", res["artifact"]).stdout_bytes == f.read_bytes()  # an event keeps it alive
     assert "cannot read" in ctx.fails(10, "artifact", "add", str(tmp_path / "missing"))
     head = ctx.json("log", "-n", "1")[0]["id"]
     assert "not an artifact" in ctx.fails(3, "cat", head)
@@ -169,8 +174,8 @@ def test_large_artifact_is_chunked_and_streams_back(ctx, tmp_path):
     ctx.json("artifact", "add", str(big))
     new_objects = ctx.json("fsck")["objects"] - before
     manifest = ctx.json("show", res["content"])["content"]
-    # only the changed chunk(s), a manifest and an artifact are new; the rest is shared
-    assert new_objects <= 4 < len(manifest["chunks"]) + 2
+    # only the changed chunk(s), a manifest, an artifact and its event are new; the rest is shared
+    assert new_objects <= 5 < len(manifest["chunks"]) + 3
 
 
 def test_record_only_at_the_tip(ctx):

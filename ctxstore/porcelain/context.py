@@ -95,8 +95,17 @@ def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str =
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
     art = Artifact(kind, content, size, uri=str(p), summary=summary)
     aid = repo.store.put_object(art)
-    repo.store.flush()
-    return {"artifact": aid, "content": content, "size": size}
+    cur = repo.current()
+    event = None
+    if cur.ref is not None and cur.tip is not None:  # an event names it: gc keeps it
+        with repo.transaction(message="artifact add") as tx:
+            event = tx.append("ArtifactAdded", "user",
+                              {"path": str(p), "kind": kind, "size": size,
+                               **({"summary": summary} if summary else {})},
+                              {"artifact_id": aid})
+    else:
+        repo.store.flush()
+    return {"artifact": aid, "content": content, "size": size, "event": event}
 
 
 def cat(repo: Repository, obj: str) -> Iterator[bytes]:

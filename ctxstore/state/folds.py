@@ -265,6 +265,11 @@ def _file_read(state: AgentState, eid: str, event: Event, messages) -> AgentStat
     return _note_artifact(state, event, _str(event.payload.get("summary")))
 
 
+@folds("ArtifactAdded")
+def _artifact_added(state: AgentState, eid: str, event: Event, messages) -> AgentState:
+    return _note_artifact(state, event, _str(event.payload.get("summary") or event.payload.get("path")))
+
+
 @folds("FileWritten", "DiffApplied")
 def _file_written(state: AgentState, eid: str, event: Event, messages) -> AgentState:
     path = _str(event.payload.get("path"))
