@@ -48,8 +48,8 @@ from .revparse import resolve_event
 from .state import AgentState, project, snapshot_value, state_from_snapshot
 
 PREVIEW_BYTES = 1024
-#: Snapshots are written at the tip and every this many generations along a long fold.
-SNAPSHOT_EVERY = 1024
+#: Snapshots are written at events whose generation is a multiple of this.
+SNAPSHOT_EVERY = 256
 #: How far back the context builder looks for history (events) when no compaction bounds it.
 MAX_HISTORY_EVENTS = 4000
 #: Compact automatically when the material offered passes this share of the input budget.
@@ -246,7 +246,12 @@ class ContextManager:
     def project_state(self, rev: str | None = None, *, use_snapshots: bool = True) -> AgentState:
         """The state at REV (default: this branch's tip): a fold of the first-parent chain,
         starting from the newest cached snapshot on it. Merged branches contribute through the
-        merge event itself, not their raw events."""
+        merge event itself, not their raw events.
+
+        Snapshots are written only at generations that are multiples of SNAPSHOT_EVERY, so a
+        line of n events has at most n / SNAPSHOT_EVERY of them, whoever projects (read-only
+        commands included), and a projection folds fewer than SNAPSHOT_EVERY events past the
+        newest one."""
         tip = self._rev(rev)
         graph = self.store.graph
         chain: list[tuple[str, Event]] = []
@@ -265,12 +270,15 @@ class ContextManager:
         if not chain and start is not None:
             return start
         state = start
-        every = SNAPSHOT_EVERY
-        for i in range(0, len(chain), every):
-            state = project(chain[i:i + every], start=state, messages=self.message)
-            if use_snapshots and (len(chain) - i > every or i + every >= len(chain)):
-                self._save_snapshot(chain[min(i + every, len(chain)) - 1][0], state)
-        return state if state is not None else project((), messages=self.message)
+        done = 0
+        for i, (eid, ev) in enumerate(chain):
+            if use_snapshots and ev.generation % SNAPSHOT_EVERY == 0:
+                state = project(chain[done:i + 1], start=state, messages=self.message)
+                done = i + 1
+                self._save_snapshot(eid, state)
+        if done < len(chain) or state is None:
+            state = project(chain[done:], start=state, messages=self.message)
+        return state
 
     def _load_snapshot(self, event_id: str) -> AgentState | None:
         sid = self.snapshots.get(event_id)
