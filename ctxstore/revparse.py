@@ -54,6 +54,24 @@ def resolve_ref_name(repo: Repository, name: str) -> str | None:
     return None
 
 
+def reflog_ref_name(repo: Repository, name: str) -> str | None:
+    """Like `resolve_ref_name`, but a ref that was deleted still names its reflog, so a
+    deleted branch can be recovered with NAME@{N} (its reflog outlives it)."""
+    ref = resolve_ref_name(repo, name)
+    if ref is not None:
+        return ref
+    logged = set(repo.refs.reflog_names())
+    candidates = [name] if name.startswith("refs/") else []
+    cur = repo.current()
+    session = cur.session or (repo.session_of_event(cur.tip) if cur.tip else None)
+    if session:
+        try:
+            candidates.append(branch_ref(session, name))
+        except BadRevision:
+            pass
+    return next((c for c in candidates if c in logged), None)
+
+
 def _base(repo: Repository, text: str) -> Resolved:
     if not text:
         raise BadRevision("empty revision")
@@ -99,7 +117,7 @@ def resolve(repo: Repository, text: str) -> Resolved:
     if "".join(suffixes) != text[len(base_text):]:
         raise BadRevision(f"cannot parse revision {text!r}")
     if suffixes and suffixes[0].startswith("@{"):
-        ref = resolve_ref_name(repo, base_text or HEAD)
+        ref = reflog_ref_name(repo, base_text or HEAD)
         if ref is None:
             raise BadRevision(f"{text}: {base_text!r} is not a ref with a reflog")
         cur = Resolved(_reflog_nth(repo, ref, int(suffixes[0][2:-1]), text))

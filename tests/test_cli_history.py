@@ -230,3 +230,12 @@ def test_new_under_a_held_head_lock_leaves_no_session(ctx, session, tmp_path):
         lockfile.DEFAULT_WAIT = old
     (tmp_path / ".ctx" / "HEAD.lock").unlink()
     assert [s["id"] for s in ctx.json("sessions")] == [session]
+
+
+def test_deleted_branch_is_recoverable_from_its_reflog(ctx, session):
+    ctx("branch", "tmp")
+    tip = ctx.json("log", "tmp", "-n", "1")[0]["id"]
+    ctx("branch", "-d", "tmp")
+    assert ctx.json("show", "tmp@{1}")["id"] == tip  # @{0} is the deletion itself
+    ctx("branch", "tmp", "tmp@{1}")
+    assert ctx.json("log", "tmp", "-n", "1")[0]["id"] == tip
