@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .chunking import put_artifact_content
+from .compaction.live import Boundary, live_events
 from .context import (
     DEFAULT_EVICTION_ORDER,
     RECENT_TURNS,
@@ -303,32 +304,20 @@ class ContextManager:
         record is returned with the CompactionCompleted event id), by `limit` events, and —
         once the recent turns are in — by about `token_budget` tokens of estimated text: older
         history could only be offered as P3 chatter that cannot fit anyway."""
-        graph = self.store.graph
         out: list[tuple[str, Event]] = []
-        compaction: Compaction | None = None
-        comp_event: str | None = None
-        eid: str | None = self._rev(rev)
-        first_kept: str | None = None
+        boundary = Boundary()
         estimate, prompts = 0, 0
-        stop_at = None if token_budget is None else token_budget
-        while eid is not None and len(out) < limit:
-            ev = graph.event(eid)
-            if stop_at is not None:
+        for eid, ev in live_events(self.store.graph, self.store.store, self._rev(rev), boundary):
+            if len(out) >= limit:
+                break
+            if token_budget is not None and boundary.record is None:
                 p = ev.payload
                 estimate += 8 + len(str(p.get("text") or p.get("preview") or "")) // 4
                 prompts += ev.type == "UserPromptSubmitted"
-                if estimate > stop_at and prompts > RECENT_TURNS and compaction is None:
+                if estimate > token_budget and prompts > RECENT_TURNS:
                     break
-            if compaction is None and ev.type == "CompactionCompleted" and ev.causality.get("compaction_id"):
-                obj = self.store.store.get(ev.causality["compaction_id"])
-                if isinstance(obj, Compaction):
-                    compaction, comp_event, first_kept = obj, eid, obj.first_kept
-                    eid = ev.parents[0] if ev.parents else None
-                    continue
             out.append((eid, ev))
-            if first_kept is not None and eid == first_kept:
-                break
-            eid = ev.parents[0] if ev.parents else None
+        compaction, comp_event = boundary.record, boundary.event
         out.reverse()
         hist = [(i, e, self.message(e.causality["message_id"]) if e.causality.get("message_id") else None)
                 for i, e in out]

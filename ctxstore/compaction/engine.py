@@ -16,6 +16,7 @@ from ..errors import BadRevision, CompactionRejected
 from ..objects import Compaction, Event, thaw
 from ..refs import branch_ref
 from .checks import RangeFacts, Verdict, abandoned_calls, run_checks
+from .live import Boundary, live_events
 from .summarizers import StructuredSummarizer, Summarizer
 from .text import event_text
 
@@ -55,27 +56,10 @@ class CompactionResult:
 
 def _live_history(cm, tip: str) -> tuple[list[tuple[str, Event]], Compaction | None, str]:
     """First-parent events after the newest compaction (from its first_kept), oldest first."""
-    graph, store = cm.store.graph, cm.store.store
-    out: list[tuple[str, Event]] = []
-    prev: Compaction | None = None
-    prev_id = ""
-    eid: str | None = tip
-    stop: str | None = None
-    while eid is not None:
-        ev = graph.event(eid)
-        if prev is None and ev.type == "CompactionCompleted" and ev.causality.get("compaction_id"):
-            obj = store.get(ev.causality["compaction_id"])
-            if isinstance(obj, Compaction):
-                prev, prev_id, stop = obj, ev.causality["compaction_id"], obj.first_kept
-                eid = ev.parents[0] if ev.parents else None
-                continue
-        if ev.type != "CompactionCompleted":
-            out.append((eid, ev))
-        if eid == stop:
-            break
-        eid = ev.parents[0] if ev.parents else None
+    boundary = Boundary()
+    out = list(live_events(cm.store.graph, cm.store.store, tip, boundary))
     out.reverse()
-    return out, prev, prev_id
+    return out, boundary.record, boundary.record_id
 
 
 def _pairs_split(live: list[tuple[str, Event]], k: int) -> bool:
