@@ -40,6 +40,8 @@ def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> No
     if not dry_run:
         click.echo(f"Packs {res.packs_before} -> {res.packs_after}; bytes {_size(res.bytes_before)}"
                    f" -> {_size(res.bytes_after)}; {res.seconds:.2f}s")
+    if res.objects_rescued:
+        click.echo(f"Kept {res.objects_rescued} object(s) that another process named while gc ran")
     if res.reflog_expired:
         click.echo(f"{'Would expire' if dry_run else 'Expired'} {res.reflog_expired} reflog entries")
     if res.kept_packs:

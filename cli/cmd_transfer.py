@@ -69,9 +69,9 @@ def _mb(n: int) -> str:
                                              "importing store must have it).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Write the pack here.")
-@click.option("--verify", "verify_file", type=click.Path(dir_okay=False, exists=True),
+@click.option("--verify", "verify_file", type=click.Path(dir_okay=False),
               metavar="FILE", help="Check a pack (trailer, every object's id, links); import nothing.")
-@click.option("--list", "list_file", type=click.Path(dir_okay=False, exists=True),
+@click.option("--list", "list_file", type=click.Path(dir_okay=False),
               metavar="FILE", help="Show a pack's header and objects; import nothing.")
 @click.option("--json", "as_json", is_flag=True)
 @progress_option
@@ -127,7 +127,7 @@ def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, as_json,
 
 
 @cli.command("unpack")
-@click.argument("file", type=click.Path(dir_okay=False, exists=True))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--force", is_flag=True, help="Move refs even to a non-descendant of where they are.")
 @click.option("--json", "as_json", is_flag=True)
 @progress_option

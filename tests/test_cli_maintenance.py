@@ -75,3 +75,17 @@ def test_reflog_group_shows_by_default_and_keeps_the_old_alias(tmp_path):
     assert ctx.json("reflog", "main")["entries"] == ctx.json("reflog", "show", "main")["entries"]
     assert "0 entries expired" in ctx("reflog-expire").stdout  # hidden alias
     assert "reflog-expire" not in ctx("--help").stdout
+
+
+def test_gc_exits_7_and_deletes_nothing_while_the_store_is_open(tmp_path, monkeypatch):
+    from ctxstore.store import repack
+
+    ctx, info = _repo(tmp_path)
+    monkeypatch.setattr(repack, "GC_WAIT", 0.1)
+    other = Repository.open(tmp_path)
+    assert info["main"] in other.store  # a look-up: this process holds the shared gc lock
+    err = ctx.fails(7, "gc", "--prune=now")
+    assert err.startswith("ctx: error: gc deleted nothing: ") and "gc.lock" in err
+    other.close()
+    assert ctx.json("gc", "--prune=now")["objects_removed"] >= 20
+    assert "no problems" in ctx("fsck", "--full").stdout

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 
+import pytest
+
+from ctxstore.transfer import packfile
 from tests.clitools import Ctx, store_files
 from tests.test_links import build_repo
 
@@ -78,6 +82,54 @@ def test_non_fast_forward_exits_6_unless_forced(tmp_path):
 def test_usage_errors(tmp_path):
     src, _ = _src(tmp_path)
     src("pack", code=2)
-    src("pack", "--list", str(tmp_path / "nope"), code=2)
+    src("pack", "--list", str(tmp_path), code=2)  # a directory is a usage error
     assert "neither a branch nor a session" in src.fails(5, "pack", "zzzz", "-o",
                                                          str(tmp_path / "x"))
+
+
+@pytest.mark.parametrize("args", [("unpack",), ("pack", "--verify"), ("pack", "--list")])
+def test_missing_pack_file_exits_3(tmp_path, args):
+    src, _ = _src(tmp_path)
+    before = store_files(tmp_path / "src")
+    missing = str(tmp_path / "missing.ctxpack")
+    assert src.fails(3, *args, missing) == f"ctx: error: no such pack file: {missing}\n"
+    assert store_files(tmp_path / "src") == before
+
+
+def test_pack_into_a_missing_directory_exits_3(tmp_path):
+    src, _ = _src(tmp_path)
+    out = tmp_path / "nonexistent" / "dir" / "x.ctxpack"
+    err = src.fails(3, "pack", "--all", "-o", str(out))
+    assert err.startswith(f"ctx: error: cannot write pack {out}: no directory")
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_failed_pack_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    src, _ = _src(tmp_path)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    (outdir / "x.ctxpack.tmp").write_bytes(b"someone else's")  # not ours: left alone
+    calls = [0]
+    real = packfile.codec.encode_record
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(packfile.codec, "encode_record", failing)
+    err = src.fails(10, "pack", "--all", "-o", str(outdir / "x.ctxpack"))
+    assert err == f"ctx: error: cannot write pack {outdir / 'x.ctxpack'}: No space left on device\n"
+    assert calls[0] == 3 and sorted(os.listdir(outdir)) == ["x.ctxpack.tmp"]
+    assert (outdir / "x.ctxpack.tmp").read_bytes() == b"someone else's"
+    monkeypatch.undo()
+    src("pack", "--all", "-o", str(outdir / "x.ctxpack"))
+    assert sorted(os.listdir(outdir)) == ["x.ctxpack", "x.ctxpack.tmp"]
+    assert oct(os.stat(outdir / "x.ctxpack").st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -10,11 +10,14 @@ import time
 
 import pytest
 
-from ctxstore import links
+from ctxstore import fsck_repo, links
+from ctxstore.errors import LockHeld
 from ctxstore.porcelain import maintenance as pm
 from ctxstore.refs import ReflogEntry
 from ctxstore.repo import Repository
 from ctxstore.store.fsck import verify
+from ctxstore.store.gclock import GcLock
+from ctxstore.store.packstore import PackStore
 from tests.test_links import build_repo
 
 DAY_MS = 86400 * 1000
@@ -129,7 +132,7 @@ def _many_packs(path, rounds: int = 4):
     return repo
 
 
-@pytest.mark.parametrize("kill_at", range(1, 9))
+@pytest.mark.parametrize("kill_at", range(1, 13))
 def test_gc_killed_at_each_step_never_loses_a_reachable_object(tmp_path, kill_at):
     repo = _many_packs(tmp_path)
     live = _live(repo)
@@ -165,3 +168,131 @@ def test_gc_killed_at_random_times(tmp_path):
         for obj_id in live:
             check.store.get_raw(obj_id)
         check.close()
+
+
+def _reset_away(path):
+    """A session whose `scratch` branch was deleted and its reflog expired: its events, message
+    and blob are garbage in an old pack. Returns (repo, scratch ref, its old tip, its objects)."""
+    repo, info = build_repo(path)
+    ref = f"refs/sessions/{info['session']}/scratch"
+    repo.refs.set_if_equals(ref, None, info["main"])
+    with repo.transaction(ref) as tx:
+        msg = repo.store.put_blob(b"scratch output " * 40)
+        tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch"},
+                  {"artifact_id": msg})
+        tip = tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch 2"})
+    repo.refs.set_if_equals(ref, tip, None, message="deleted")
+    repo.store.flush()
+    live = links.reachable(repo.store, pm.roots(repo, expire="now", expire_unreachable="now"))
+    gone = links.reachable(repo.store, [tip]) - live
+    return repo, ref, tip, gone
+
+
+def test_gc_keeps_what_a_concurrent_writer_deduplicated_and_named(tmp_path):
+    # gc marks; another process re-imports the same events (found in the old pack, so not
+    # written again) and moves a ref to them; then gc deletes. Nothing may dangle.
+    repo, ref, tip, gone = _reset_away(tmp_path)
+    assert len(gone) >= 3
+
+    def step(name: str) -> None:
+        if name == "marked":  # after the mark, before anything is deleted
+            writer = Repository.open(tmp_path)
+            assert all(obj_id in writer.store for obj_id in gone)  # deduplicated, not written
+            writer.refs.set_if_equals(ref, None, tip, message="re-import")
+            writer.close()
+
+    res = pm.gc(repo, prune="now", expire="now", expire_unreachable="now", step=step, wait=5)
+    assert res.objects_rescued == len(gone)
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert fsck_repo.check(repo, full=True).problems == []
+    assert repo.refs.read(ref) == tip and all(obj_id in repo.store for obj_id in gone)
+    res = pm.gc(repo, prune="now")  # the next gc sees them live from the start
+    assert res.objects_rescued == 0 and fsck_repo.check(repo, full=True).problems == []
+
+
+def test_gc_deletes_nothing_while_another_process_has_the_store_open(tmp_path):
+    repo, ref, tip, gone = _reset_away(tmp_path)
+    writer = Repository.open(tmp_path)
+    holder = []
+
+    def step(name: str) -> None:
+        if name == "marked":
+            assert tip in writer.store  # a look-up: the writer now holds the shared gc lock
+            holder.append(name)
+
+    packs = repo.store.packs_dir
+    files = sorted(os.listdir(packs))
+    with pytest.raises(LockHeld, match="gc deleted nothing"):
+        pm.gc(repo, prune="now", expire="now", expire_unreachable="now", step=step, wait=0.2)
+    assert holder and set(files) <= set(os.listdir(packs))
+    writer.refs.set_if_equals(ref, None, tip, message="re-import")
+    writer.close()
+    assert fsck_repo.check(repo, full=True).problems == []
+    res = pm.gc(repo, prune="now", expire="now", expire_unreachable="now", wait=5)
+    assert res.packs_after == 1 and fsck_repo.check(repo, full=True).problems == []
+    assert all(obj_id in repo.store for obj_id in gone)  # named again before it could go
+
+
+def test_a_writer_waits_for_gcs_exclusive_step(tmp_path):
+    repo, _ = build_repo(tmp_path)
+    repo.close()
+    objects = tmp_path / ".ctx" / "objects"
+    with GcLock(str(objects / "packs")) as lock:
+        lock.exclusive(wait=0)
+        store = PackStore(objects)
+        with pytest.raises(LockHeld, match="gc is deleting packs"):
+            store.gc_lock.share(wait=0.1)
+        store.close()
+    store = PackStore(objects)
+    assert "0" * 64 not in store and store.gc_lock.held
+    store.close()
+    assert not store.gc_lock.held
+
+
+def test_gc_reports_fewer_bytes_after_removing_garbage(tmp_path):
+    # a little garbage in an active pack: sealing adds an index that gc must not count as its own
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"tiny garbage")
+    repo.store.flush()
+    res = pm.gc(repo, prune="now")
+    assert res.objects_removed == 1 and res.bytes_before > res.bytes_after
+
+
+def _gc_rescue_child(path: str, ref: str, tip: str, gone: list[str], kill_at: int) -> None:
+    calls = [0]
+
+    def step(name: str) -> None:
+        if name == "marked":
+            writer = Repository.open(path)
+            assert all(obj_id in writer.store for obj_id in gone)
+            writer.refs.set_if_equals(ref, None, tip, message="re-import")
+            writer.close()
+        calls[0] += 1
+        if calls[0] == kill_at:
+            os._exit(9)
+
+    repo = Repository.open(path)
+    pm.gc(repo, prune="now", expire="now", expire_unreachable="now", step=step, wait=5)
+    os._exit(0)
+
+
+@pytest.mark.parametrize("kill_at", range(3, 12))
+def test_gc_killed_while_rescuing_never_loses_what_was_named_again(tmp_path, kill_at):
+    repo, ref, tip, gone = _reset_away(tmp_path)
+    for r in range(3):  # more candidate packs to delete
+        repo.store.put_blob(b"dead %d" % r + os.urandom(8))
+        repo.store.flush()
+        repo.store.seal_active()
+    repo.close()
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=_gc_rescue_child,
+                       args=(str(tmp_path / ".ctx"), ref, tip, sorted(gone), kill_at))
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode in (0, 9)
+    repo = Repository.open(tmp_path)
+    assert repo.refs.read(ref) == tip
+    assert fsck_repo.check(repo, full=True).problems == []
+    pm.gc(repo, prune="now")
+    assert fsck_repo.check(repo, full=True).problems == []

@@ -76,8 +76,21 @@ def _refused(tmp_path, dst, data: bytes, match: str, limits: Limits | None = Non
 
 
 def test_good_pack_is_accepted(tmp_path, dst, good):
+    path = str(tmp_path / "ok.pack")
     (tmp_path / "ok.pack").write_bytes(good)
-    transfer.unpack(dst, str(tmp_path / "ok.pack"))
+    listing = transfer.listing(path)
+    res = transfer.unpack(dst, path)
+    assert len(listing["refs"]) == 2 and {u.name: u.new for u in res.refs} == listing["refs"]
+    assert {u.action for u in res.refs} == {"create"}
+    assert all(dst.refs.read(name) == tip for name, tip in listing["refs"].items())
+    assert res.objects == len(listing["objects"]) > 10 and 0 < res.new_objects <= res.objects
+    assert all(o["id"] in dst.store for o in listing["objects"])
+    dst.store.flush()
+    before = store_files(tmp_path / "dst")
+    again = transfer.unpack(dst, path)  # a second import is a no-op
+    dst.store.flush()
+    assert again.new_objects == 0 and {u.action for u in again.refs} == {"unchanged"}
+    assert store_files(tmp_path / "dst") == before
 
 
 def test_wrong_magic(tmp_path, dst, good):
@@ -201,3 +214,103 @@ def test_non_canonical_body_with_a_true_id(tmp_path, dst):
     oid = codec.compute_id("value", body)
     rec = (oid, codec.encode_record(oid, "value", body, codec.COMP_NONE, 0, len(body)))
     _refused(tmp_path, dst, _pack([rec]), "not canonical")
+
+
+def _with_refs(data: bytes, refs: dict[str, str], records=None) -> bytes:
+    """The pack `data` with its refs replaced (and, if given, its records)."""
+    head_len = struct.unpack_from("<I", data, 12)[0]
+    header = codec.unpack_value(data[16:16 + head_len])
+    body = data[16 + head_len:-32]
+    if records is not None:
+        header["objects"] = len(records)
+        return packfile.frame(dict(header, refs=refs), [r for _, r in sorted(records)])
+    return packfile.frame(dict(header, refs=refs), [body])
+
+
+@pytest.fixture
+def other(tmp_path):
+    """A second session's pack, its session id and root event."""
+    src, info = build_repo(tmp_path / "other", title="third")
+    out = tmp_path / "other.pack"
+    transfer.pack(src, str(out), [info["session"]])
+    src.close()
+    return out.read_bytes(), info
+
+
+def test_session_ref_for_a_session_that_does_not_exist(tmp_path, dst, other):
+    data, info = other
+    ghost = "ab" * 32
+    _refused(tmp_path, dst, _with_refs(data, {f"refs/sessions/{ghost}/main": info["root"]}),
+             f"session {ghost[:12]}: no such session in the pack")
+    _refused(tmp_path, dst, _with_refs(data, {f"refs/sessions/{ghost}/main": info["main"]}),
+             "no such session")
+    _refused(tmp_path, dst, _with_refs(data, {"refs/sessions/xyz/main": info["main"]}),
+             "refs/sessions/<session id>/<branch>")
+    # the id of an object that is not a session (the pack's blob)
+    _refused(tmp_path, dst, _with_refs(data, {f"refs/sessions/{info['blob']}/main": info["main"]}),
+             "a blob, not a session")
+
+
+def test_session_ref_to_another_sessions_history(tmp_path, dst, other):
+    data, info = other
+    mine = dst.current().session  # a session the store has, but the events are not its own
+    _refused(tmp_path, dst, _with_refs(data, {f"refs/sessions/{mine}/main": info["main"]}),
+             f"whose history starts session {info['session'][:12]}, not session {mine[:12]}")
+    # an event chain whose root is no SessionStarted
+    root = _record("event", _event(text="no session"))
+    child = _record("event", _event(parents=[root[0]]))
+    _refused(tmp_path, dst, _pack([root, child], refs={f"refs/sessions/{mine}/main": child[0]}),
+             "whose history starts no session")
+    path = tmp_path / "bad.pack"
+    path.write_bytes(_with_refs(data, {f"refs/sessions/{mine}/main": info["main"]}))
+    with pytest.raises(BadPack, match="no such session in the pack;"):
+        transfer.verify(str(path))  # a full pack is checked without a store too
+    path.write_bytes(_with_refs(data, {f"refs/sessions/{info['session']}/main": info["call"]}))
+    assert transfer.verify(str(path))["ok"]
+
+
+def test_thin_session_ref_is_checked_against_the_store(tmp_path, dst):
+    sid = dst.current().session
+    tip = dst.refs.read(f"refs/sessions/{sid}/main")
+    child = _record("event", _event(parents=[tip], text="more"))
+    thin = dict(prerequisites=[tip], capabilities=["thin", "zstd"])
+    src, other = build_repo(tmp_path / "x", title="fourth")  # a session dst does not have
+    src.close()
+    _refused(tmp_path, dst, _pack([child], refs={f"refs/sessions/{other['session']}/more":
+                                                 child[0]}, **thin),
+             "no such session in the pack or the store")
+    path = tmp_path / "thin.pack"
+    path.write_bytes(_pack([child], refs={f"refs/sessions/{sid}/more": child[0]}, **thin))
+    res = transfer.unpack(dst, str(path))  # its history, in the store, starts this session
+    assert [(u.name, u.action) for u in res.refs] == [(f"refs/sessions/{sid}/more", "create")]
+
+
+def test_a_forks_branch_may_start_on_its_parent_sessions_history(tmp_path):
+    src, info = build_repo(tmp_path / "src", title="forked")
+    fork, _ = src.new_session(title="fork", parent_session=info["session"], checkout=False,
+                              nonce="fork")
+    src.refs.set_if_equals(f"refs/sessions/{fork}/from-parent", None, info["main"])
+    other, _ = src.new_session(title="unrelated", checkout=False, nonce="unrelated")
+    src.store.flush()
+    out = tmp_path / "fork.pack"
+    transfer.pack(src, str(out), [fork])
+    data = out.read_bytes()
+    src.close()
+    dst = Repository.init(tmp_path / "dst")
+    res = transfer.unpack(dst, str(out))
+    assert f"refs/sessions/{fork}/from-parent" in {u.name for u in res.refs}
+    # the same history under a session that is no fork of its session is refused
+    src = Repository.open(tmp_path / "src")
+    transfer.pack(src, str(tmp_path / "u.pack"), [other])
+    src.close()
+    bad = _with_refs(data, {f"refs/sessions/{other}/x": info["main"]})
+    path = tmp_path / "bad.pack"
+    path.write_bytes(bad)
+    with pytest.raises(BadPack, match="no such session in the pack"):
+        transfer.verify(str(path))
+    transfer.unpack(dst, str(tmp_path / "u.pack"))
+    before = store_files(tmp_path / "dst")
+    with pytest.raises(BadPack, match=f"history starts session {info['session'][:12]}"):
+        transfer.unpack(dst, str(path))
+    dst.store.flush()
+    assert store_files(tmp_path / "dst") == before

@@ -165,6 +165,7 @@ class GcResult:
     kept_packs: int
     reflog_expired: int
     seconds: float
+    objects_rescued: int = 0  # dead at the mark, named again before the deletes: kept
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -173,14 +174,17 @@ class GcResult:
 def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
        expire: str = DEFAULT_EXPIRE, expire_unreachable: str = DEFAULT_EXPIRE_UNREACHABLE,
        progress: Progress | None = None, step: Callable[[str], None] | None = None,
-       now: float | None = None) -> GcResult:
+       now: float | None = None, wait: float | None = None) -> GcResult:
     """Expire reflogs, mark everything reachable, rewrite the live objects, delete old packs.
 
     `prune`: packs last written after this time are kept whole (default 2 weeks). Objects a
     missing link names are reported, never a reason to stop: gc never deletes what is live.
+    Before deleting, gc waits up to `wait` seconds (default repack.GC_WAIT) for every other
+    process that has the store open to close it, then marks again what they made reachable
+    meanwhile (ctxstore/store/gclock.py); LockHeld if they do not, with nothing deleted.
     """
     from ..store.packstore import PackStore
-    from ..store.repack import RepackLock, dictionary_ids, repack
+    from ..store.repack import GC_WAIT, RepackLock, dictionary_ids, repack
 
     store = repo.store
     if not isinstance(store, PackStore):
@@ -204,8 +208,20 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
         live |= _snapshot_roots(repo, live)
         if step:
             step("marked")
-        res = repack(store, live, cutoff, dry_run=dry_run, step=step)
+
+        def remark() -> set[str]:
+            """What became live since the mark (called with every other process shut out):
+            walked from today's refs, HEAD, reflogs and dictionaries, only as far as `live`."""
+            now_roots = roots(repo, now=now, expire=expire, expire_unreachable=expire_unreachable)
+            now_roots.update(dictionary_ids(store))
+            new = links.reachable(store, sorted(now_roots), missing=missing,
+                                  stop=live.__contains__)
+            new |= _snapshot_roots(repo, new)
+            return new - live
+
+        res = repack(store, live, cutoff, dry_run=dry_run, step=step, remark=remark,
+                     wait=GC_WAIT if wait is None else wait)
     return GcResult(dry_run, prune, len(root_ids), len(live), sorted(missing), res.objects_before,
                     res.objects_removed, res.packs_before, res.packs_after, res.bytes_before,
                     res.bytes_after, len(res.kept_packs), expired,
-                    round(time.perf_counter() - start, 3))
+                    round(time.perf_counter() - start, 3), res.objects_rescued)

@@ -22,6 +22,7 @@ from .. import codec
 from ..errors import CorruptObject, InvalidInput, ObjectNotFound, StoreNotFound
 from ..lockfile import LockFile
 from .base import ObjectStore
+from .gclock import GcLock, create_lock_file
 from .pack import IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
 from .packconsolidate import consolidate
 from .packindex import PackIndex
@@ -48,6 +49,7 @@ class PackStore(ObjectStore):
             if not create:
                 raise StoreNotFound(f"no object store at {self.path}")
             os.makedirs(self.packs_dir, exist_ok=True)
+            create_lock_file(self.packs_dir)  # so that a first look-up changes no file
         if seal_size < 1024 or max_packs < 2:
             raise InvalidInput("seal_size must be >= 1024 and max_packs >= 2")
         self.seal_size, self.max_packs, self.level = seal_size, max_packs, level
@@ -62,6 +64,8 @@ class PackStore(ObjectStore):
         self._compressor: codec.Compressor | None = None
         self._samples: list[bytes] | None = None
         self._closed = False
+        #: Shared from the first look-up that may lead to naming an object until close (gclock.py).
+        self.gc_lock = GcLock(self.packs_dir)
         self._list_packs()
 
     # -- the pack set ---------------------------------------------------------------------
@@ -166,6 +170,7 @@ class PackStore(ObjectStore):
         raise ObjectNotFound(f"no object {obj_id}")
 
     def __contains__(self, obj_id: object) -> bool:
+        self.gc_lock.share()
         return type(obj_id) is str and self._find(obj_id) is not None
 
     def __iter__(self) -> Iterator[str]:
@@ -181,6 +186,7 @@ class PackStore(ObjectStore):
         return sum(1 for _ in self)
 
     def ids_with_prefix(self, prefix: str) -> Iterator[str]:
+        self.gc_lock.share()
         self._refresh()
         seen: set[str] = set()
         for pack in list(self._order):
@@ -192,6 +198,7 @@ class PackStore(ObjectStore):
     def _known(self, obj_id: str) -> bool:
         """Presence check of put: the packs this process knows, with no directory listing (a
         racing duplicate costs a few bytes; a listing per put would cost half the speed)."""
+        self.gc_lock.share()
         return self._find(obj_id, refresh=False) is not None
 
     def put(self, type_name: str, value: Any) -> str:
@@ -268,6 +275,7 @@ class PackStore(ObjectStore):
         for pack in self._packs.values():
             pack.close()
         self._packs, self._order = {}, []
+        self.gc_lock.release()
 
     # -- dictionaries -------------------------------------------------------------------------
     def _read_dicts(self) -> dict[int, str]:

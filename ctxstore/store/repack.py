@@ -10,7 +10,10 @@ and never changes them in place:
    writer holds are kept whole (the grace period protects objects not yet named by a ref);
 4. copy each live record of the candidates, byte for byte after its crc and id are checked,
    into one new pack: written as tmp, fdatasync'd, renamed; its index made durable; dir fsync;
-5. only then delete the candidates, each pack file before its index.
+5. take the exclusive gc lock (gclock.py: no process that may have found a dead object and be
+   about to name it is left), ask the caller what became live since its mark, copy that out of
+   the candidates into one more pack the same way;
+6. only then delete the candidates, each pack file before its index.
 
 A kill anywhere leaves every live object in at least one sealed pack (old or new, maybe both:
 readers tolerate duplicates). A candidate with a damaged record is left as it is.
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from .. import codec
 from ..errors import CorruptObject, LockHeld
 from ..lockfile import fsync_dir, write_file_atomically
+from .gclock import GcLock
 from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
 from .packconsolidate import (
     LOCK_NAME,
@@ -37,7 +41,10 @@ from .packwriter import recover, seal
 from .writerlock import open_locked, try_lock
 
 _CHUNK = 1 << 20
+#: How long gc waits for the processes that have the store open to close it before deleting.
+GC_WAIT = 10.0
 Step = Callable[[str], None]
+Remark = Callable[[], set[str]]
 
 
 @dataclass
@@ -49,9 +56,11 @@ class RepackResult:
     objects_before: int = 0
     objects_kept: int = 0  # records copied into the new pack
     objects_removed: int = 0
+    objects_rescued: int = 0  # dead at the mark, live again before the deletes (gclock.py)
     kept_packs: list[str] = field(default_factory=list)  # too new, active, or damaged
     removed_packs: list[str] = field(default_factory=list)
     new_pack: str | None = None
+    rescue_pack: str | None = None  # where the rescued objects went
 
 
 def store_bytes(packs_dir: str) -> int:
@@ -152,20 +161,25 @@ def _sealed(packs_dir: str) -> list[tuple[str, float]]:
 
 
 def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bool = False,
-           step: Step | None = None) -> RepackResult:
+           step: Step | None = None, remark: Remark | None = None,
+           wait: float = GC_WAIT) -> RepackResult:
     """Keep only `live` objects of the packs last written before `cutoff` (unix time).
 
-    The caller holds a RepackLock. `step(name)` is called after each durable step (tests kill
-    the process there).
+    The caller holds a RepackLock. `remark()` is called under the exclusive gc lock, just before
+    the deletes: it returns the objects that became live since `live` was marked (see
+    gclock.py); they are copied out of the candidates too. `wait`: how long to wait for that
+    lock (LockHeld after it, with nothing deleted). `step(name)` is called after each durable
+    step (tests kill the process there).
     """
     packs_dir = store.packs_dir
-    res = RepackResult(bytes_before=store_bytes(packs_dir))
+    res = RepackResult()
     note = step or (lambda _name: None)
     if not dry_run:
         store.seal_active()
         seal_idle(packs_dir)
         remove_stale_temps(packs_dir)
         note("sealed")
+    res.bytes_before = store_bytes(packs_dir)  # after sealing: the indexes it adds are not gc's
     all_names = [n for n in os.listdir(packs_dir) if n.endswith(PACK_SUFFIX) and n.startswith(PREFIX)]
     res.packs_before = len(all_names)
     sealed = _sealed(packs_dir)
@@ -182,12 +196,13 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
             res.kept_packs = [p for p in res.kept_packs if p not in old_active]
             _estimate(candidates, old_active, res, live)
         else:
-            _rewrite(packs_dir, candidates, kept, live, res, note)
+            _rewrite(store, candidates, kept, live, res, note, remark, wait)
     finally:
         for pack in kept:
             pack.close()
     res.bytes_after = res.bytes_before if dry_run else store_bytes(packs_dir)
-    res.packs_after = res.packs_before - len(res.removed_packs) + (1 if res.new_pack else 0)
+    res.packs_after = (res.packs_before - len(res.removed_packs) + (1 if res.new_pack else 0)
+                       + (1 if res.rescue_pack else 0))
     return res
 
 
@@ -226,56 +241,125 @@ def _estimate(candidates: list[str], active: list[str], res: RepackResult,
         res.removed_packs.append(path)
 
 
-def _rewrite(packs_dir: str, candidates: list[str], kept: list[Pack], live: Container[str],
-             res: RepackResult, note: Step) -> None:
-    name = PREFIX + os.urandom(20).hex()
-    tmp = os.path.join(packs_dir, f"tmp-{name}{PACK_SUFFIX}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    written: dict[bytes, int] = {}
-    merged: list[str] = []
-    dead = 0
-    try:
-        pos = _write(fd, HEADER)
-        for path in candidates:
+class _NewPack:
+    """A pack being written as `tmp-pack-….pack`; `install` makes it and its index durable."""
+
+    def __init__(self, packs_dir: str) -> None:
+        self.packs_dir = packs_dir
+        self.name = PREFIX + os.urandom(20).hex()
+        self.tmp = os.path.join(packs_dir, f"tmp-{self.name}{PACK_SUFFIX}")
+        self.fd: int | None = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        self.pos = _write(self.fd, HEADER)
+        self.written: dict[bytes, int] = {}
+
+    def fill(self, paths: list[str], live: Container[str], kept: list[Pack]
+             ) -> tuple[list[str], list[str], int, int]:
+        """Append the live records of each pack of `paths` not already in `kept`, then
+        fdatasync: (packs copied, damaged packs left out, records seen, records not live)."""
+        copied, damaged, total, dead = [], [], 0, 0
+        for path in paths:
             pack = Pack(path, sealed=True)
             try:
-                out = _copy(pack, fd, pos, written, live, kept)
+                out = _copy(pack, self.fd, self.pos, self.written, live, kept)
             finally:
                 pack.close()
             if out is None:
-                res.kept_packs.append(path)
+                damaged.append(path)
                 continue
-            pos, n_total, n_dead = out
-            res.objects_before += n_total
+            self.pos, n_total, n_dead = out
+            total += n_total
             dead += n_dead
-            merged.append(path)
-        os.fdatasync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
-        raise
-    os.close(fd)
-    if not merged or (dead == 0 and len(merged) == 1):
-        os.unlink(tmp)  # nothing to gain: the one candidate already holds only live objects
-        return
-    res.objects_removed, res.objects_kept = dead, len(written)
-    final = os.path.join(packs_dir, name + PACK_SUFFIX)
-    if written:
-        os.rename(tmp, final)
-        note("pack-written")
+            copied.append(path)
+        os.fdatasync(self.fd)
+        return copied, damaged, total, dead
+
+    def discard(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        try:
+            os.unlink(self.tmp)
+        except FileNotFoundError:
+            pass
+
+    def install(self, note: Step, what: str) -> str | None:
+        """Rename the (fdatasync'd) pack into place and make its index durable; None, and the
+        tmp file gone, if nothing was written."""
+        os.close(self.fd)
+        self.fd = None
+        if not self.written:
+            os.unlink(self.tmp)
+            return None
+        final = os.path.join(self.packs_dir, self.name + PACK_SUFFIX)
+        os.rename(self.tmp, final)
+        note(f"{what}-written")
         write_file_atomically(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX,
-                              build_index(list(written.items()), pos))
+                              build_index(list(self.written.items()), self.pos))
+        fsync_dir(self.packs_dir)
+        note(f"{what}-index-written")
+        return final
+
+
+def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Container[str],
+             res: RepackResult, note: Step, remark: Remark | None, wait: float) -> None:
+    packs_dir = store.packs_dir
+    new = _NewPack(packs_dir)
+    try:
+        merged, damaged, res.objects_before, dead = new.fill(candidates, live, kept)
+    except BaseException:
+        new.discard()
+        raise
+    res.kept_packs += damaged
+    if not merged or (dead == 0 and len(merged) == 1):
+        new.discard()  # nothing to gain: the one candidate already holds only live objects
+        return
+    res.objects_removed, res.objects_kept = dead, len(new.written)
+    res.new_pack = new.install(note, "pack")
+    # Deleting needs the exclusive gc lock: no process that may have found a dead object and be
+    # about to name it is left. This process's own look-ups are over (gc runs alone in it).
+    store.gc_lock.release()
+    lock = GcLock(packs_dir)
+    try:
+        lock.exclusive(wait)
+    except LockHeld as exc:
+        raise LockHeld(f"gc deleted nothing: {exc}; the live objects are also in a new pack "
+                       f"(harmless duplicates); run gc again once they have closed the store"
+                       ) from None
+    try:
+        note("locked")
+        extra = remark() if remark is not None else set()
+        if extra:
+            merged = _rescue(store, merged, kept, extra, res, note)
+        for path in merged:
+            os.unlink(path)
+            os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+            res.removed_packs.append(path)
+            note("pack-deleted")
         fsync_dir(packs_dir)
-        res.new_pack = final
-        note("index-written")
-    else:
-        os.unlink(tmp)
-    for path in merged:
-        os.unlink(path)
-        os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
-        res.removed_packs.append(path)
-        note("pack-deleted")
-    fsync_dir(packs_dir)
+    finally:
+        lock.release()
+
+
+def _rescue(store: PackStore, merged: list[str], kept: list[Pack], extra: Container[str],
+            res: RepackResult, note: Step) -> list[str]:
+    """Copy the objects that became live after the mark out of the packs about to be deleted,
+    into one more pack; returns the packs that may still be deleted."""
+    also = [Pack(res.new_pack, sealed=True)] if res.new_pack else []
+    new = _NewPack(store.packs_dir)
+    try:
+        copied, damaged, total, dead = new.fill(merged, extra, kept + also)
+        res.rescue_pack = new.install(note, "rescue")
+    except BaseException:
+        new.discard()
+        raise
+    finally:
+        for pack in also:
+            pack.close()
+    res.kept_packs += damaged
+    res.objects_rescued = total - dead
+    res.objects_removed -= res.objects_rescued
+    res.objects_kept += len(new.written)
+    return copied
 
 
 def _copy(pack: Pack, fd: int, pos: int, written: dict[bytes, int], live: Container[str],

@@ -22,6 +22,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ import blake3
 import zstandard
 
 from .. import codec, links
-from ..errors import BadPack, CorruptObject, CtxError
+from ..errors import BadPack, CorruptObject, CtxError, InvalidInput, NotFound
 
 MAGIC = b"CTXPACK\x00"
 VERSION = 1
@@ -97,12 +98,31 @@ def _train(store, ids: list[str]) -> tuple[str, bytes] | None:
     return codec.compute_id("zdict", dictionary), dictionary
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _create_temp(path: str) -> tuple[int, str]:
+    """A new temporary file beside `path` (same file system, so the final rename is atomic)."""
+    where = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(where):
+        raise NotFound(f"cannot write pack {path}: no directory {where}")
+    try:
+        return tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=where)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write pack {path}: {exc.strerror or exc}") from None
+
+
 def write_pack(store, path: str, refs: dict[str, str], object_ids: Iterable[str],
                prerequisites: Iterable[str] = (), *, level: int = 3, dictionary: bool = True,
                progress: Callable[[int], None] | None = None) -> PackSummary:
     """Write `object_ids` (plus a trained dictionary if it is worth one) and `refs` to `path`.
 
-    The file appears under `path` only when complete (written as `path.tmp`, then renamed).
+    The file appears under `path` only when complete: written to a new temporary file in the
+    same directory, fsync'd, then renamed; on any failure the temporary file is removed.
+    NotFound if the directory does not exist, InvalidInput for other I/O errors.
     """
     ids = sorted(set(object_ids))
     trained = _train(store, ids) if dictionary else None
@@ -119,31 +139,41 @@ def write_pack(store, path: str, refs: dict[str, str], object_ids: Iterable[str]
     header = {"capabilities": sorted(caps), "dicts": sorted(dicts), "objects": len(ids),
               "prerequisites": prereqs, "refs": dict(sorted(refs.items()))}
     head = codec.pack_value(header)
-    tmp = path + ".tmp"
+    fd, tmp = _create_temp(path)
     h = blake3.blake3()
     total = 0
-    with open(tmp, "wb") as f:
-        def emit(data: bytes) -> None:
-            nonlocal total
-            f.write(data)
-            h.update(data)
-            total += len(data)
+    try:
+        with open(fd, "wb") as f:
+            def emit(data: bytes) -> None:
+                nonlocal total
+                f.write(data)
+                h.update(data)
+                total += len(data)
 
-        emit(_FRAME.pack(MAGIC, VERSION, len(head)) + head)
-        for n, obj_id in enumerate(ids, 1):
-            type_name, body = dicts[obj_id] if obj_id in dicts else store.get_raw(obj_id)
-            raw_size += len(body)
-            comp = plain if type_name == "zdict" else compressor
-            payload, code, dict_id = comp.compress(body)
-            emit(codec.encode_record(obj_id, type_name, payload, code, dict_id, len(body)))
-            if progress is not None and n % 1000 == 0:
-                progress(n)
-        digest = h.digest()
-        f.write(digest)
-        total += len(digest)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+            emit(_FRAME.pack(MAGIC, VERSION, len(head)) + head)
+            for n, obj_id in enumerate(ids, 1):
+                type_name, body = dicts[obj_id] if obj_id in dicts else store.get_raw(obj_id)
+                raw_size += len(body)
+                comp = plain if type_name == "zdict" else compressor
+                payload, code, dict_id = comp.compress(body)
+                emit(codec.encode_record(obj_id, type_name, payload, code, dict_id, len(body)))
+                if progress is not None and n % 1000 == 0:
+                    progress(n)
+            digest = h.digest()
+            f.write(digest)
+            total += len(digest)
+            f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise InvalidInput(f"cannot write pack {path}: {exc.strerror or exc}") from None
+        raise
     if progress is not None:
         progress(len(ids))
     return PackSummary(path, len(ids), total, raw_size, dict(sorted(refs.items())), prereqs,
@@ -170,6 +200,9 @@ class ParsedPack:
     size: int
     by_id: dict[str, codec.RecordInfo] = field(default_factory=dict)
     raw_size: int = 0
+    #: Filled by verify_objects, per event: (first parent, None) or, for a root, (None, the
+    #: session its SessionStarted payload names, or None). Enough to tell a ref's session.
+    chain: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def close(self) -> None:
         if isinstance(self.data, mmap.mmap):
@@ -181,7 +214,8 @@ def _bad(path: str, message: str) -> BadPack:
 
 
 def read_pack(path: str, limits: Limits = DEFAULT_LIMITS) -> ParsedPack:
-    """Open a pack and check everything but the object bodies. Raises BadPack."""
+    """Open a pack and check everything but the object bodies. Raises BadPack (NotFound if
+    there is no such file)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -189,6 +223,8 @@ def read_pack(path: str, limits: Limits = DEFAULT_LIMITS) -> ParsedPack:
                 data: object = f.read()
             else:
                 data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        raise NotFound(f"no such pack file: {path}") from None
     except OSError as exc:
         raise BadPack(f"cannot read pack {path}: {exc.strerror or exc}", path=path) from None
     try:
@@ -359,12 +395,17 @@ class BodyReader:
     def verified(self, info: codec.RecordInfo) -> tuple[bytes, list[str]]:
         """(body, ids it references), after checking that the body hashes to the record's id
         and, for msgpack types, is canonical (decoded once: re-encoding it must give it back)."""
+        body, _, refs = self.verified_value(info)
+        return body, refs
+
+    def verified_value(self, info: codec.RecordInfo) -> tuple[bytes, object, list[str]]:
+        """As `verified`, with the decoded value too (None for raw types)."""
         body = self.body(info)
         actual = codec.compute_id(info.type, body)
         if actual != info.id:
             raise _bad(self.pack.path, f"object {info.id} hashes to {actual}")
         if info.type in codec.RAW_TYPES:
-            return body, []
+            return body, None, []
         try:
             value = codec.unpack_value(body)
             ok = codec.pack_value(value) == body
@@ -372,16 +413,35 @@ class BodyReader:
             ok = False
         if not ok:
             raise _bad(self.pack.path, f"object {info.id} is not canonical msgpack")
-        return body, links.references(info.type, value)
+        return body, value, links.references(info.type, value)
+
+
+def chain_link(value: object) -> tuple[str | None, str | None]:
+    """(first parent, None) of a decoded event, or (None, session named by its SessionStarted
+    payload) for a root; (None, None) for a root that names no session or a malformed event."""
+    if not isinstance(value, dict):
+        return None, None
+    parents = value.get("parents")
+    if isinstance(parents, list) and parents:
+        return (parents[0], None) if isinstance(parents[0], str) else (None, None)
+    payload = value.get("payload")
+    if value.get("type") != "SessionStarted" or not isinstance(payload, dict):
+        return None, None
+    sid = payload.get("session")
+    return None, sid if isinstance(sid, str) else None
 
 
 def verify_objects(pack: ParsedPack, progress: Callable[[int], None] | None = None
                    ) -> dict[str, list[str]]:
-    """Re-hash every body; returns {id: ids it references}. Raises BadPack."""
+    """Re-hash every body; returns {id: ids it references} and fills `pack.chain`. Raises
+    BadPack."""
     reader = BodyReader(pack)
     out: dict[str, list[str]] = {}
+    chain = pack.chain
     for n, info in enumerate(pack.records, 1):
-        out[info.id] = reader.verified(info)[1]
+        _, value, out[info.id] = reader.verified_value(info)
+        if info.type == "event":
+            chain[info.id] = chain_link(value)
         if progress is not None and n % 1000 == 0:
             progress(n)
     if progress is not None:

@@ -24,6 +24,7 @@ from .. import codec
 from ..errors import BadPack, CtxError, InvalidRefName, ObjectNotFound, RefConflict
 from ..graph import EventGraph
 from ..refs import HEAD, SESSIONS_PREFIX, check_ref_name
+from ..refs.names import split_branch_ref
 from ..store.base import ObjectStore
 from .packfile import DEFAULT_LIMITS, BodyReader, Limits, ParsedPack, read_pack, verify_objects
 
@@ -67,6 +68,108 @@ def check_ref_names(pack: ParsedPack) -> None:
             check_ref_name(name)
         except InvalidRefName as exc:
             raise _bad(pack, str(exc)) from None
+
+
+def check_session_refs(pack: ParsedPack, repo=None) -> None:
+    """Each `refs/sessions/<sid>/<branch>` ref must name a session that exists (a `session`
+    object in the pack, or with `repo` in its store) and an event whose first-parent chain ends
+    at the SessionStarted root of that session — or of a session it was forked from (its
+    `parent_session` chain: a fork's branches may start on its parent's history). Without
+    `repo`, what the pack does not carry counts as absent (a full pack carries all of it)."""
+    store = repo.store if repo is not None else None
+    memo: dict[str, str | None] = {}
+    lookup = _Sessions(pack, store)
+    for name, target in sorted(pack.refs.items()):
+        if not name.startswith(SESSIONS_PREFIX):
+            continue
+        parts = split_branch_ref(name)
+        if parts is None or not codec.is_full_id(parts[0]):
+            raise _bad(pack, f"ref {name} is not refs/sessions/<session id>/<branch>")
+        sid = parts[0]
+        info = pack.by_id.get(sid)
+        if info is not None:
+            kind = info.type
+        else:
+            try:
+                kind = store.type_of(sid) if store is not None else None
+            except ObjectNotFound:
+                kind = None
+        if kind != "session":
+            what = "no such session" if kind is None else f"a {kind}, not a session"
+            raise _bad(pack, f"ref {name} is in session {sid[:12]}: {what} in the pack"
+                             + (" or the store" if store is not None else ""))
+        found = _session_of(pack, repo, target, memo)
+        if found != sid and (found is None or found not in lookup.forked_from(sid)):
+            raise _bad(pack, f"ref {name} names {target[:12]}, whose history starts "
+                             + (f"session {found[:12]}" if found else "no session")
+                             + f", not session {sid[:12]}")
+
+
+def _session_of(pack: ParsedPack, repo, target: str, memo: dict[str, str | None]) -> str | None:
+    """The session named by the root of `target`'s first-parent chain: the pack's events first,
+    then (thin packs) the store's, whose memoised walk stops at session marks."""
+    walked: list[str] = []
+    eid: str | None = target
+    sid: str | None = None
+    while eid is not None:
+        if eid in memo:
+            sid = memo[eid]
+            break
+        link = pack.chain.get(eid)
+        if link is None:  # history the pack does not carry
+            sid = _store_session_of(repo, eid)
+            break
+        walked.append(eid)
+        eid, sid = link
+    for w in walked:
+        memo[w] = sid
+    return sid
+
+
+class _Sessions:
+    """Session objects as the import would see them: the pack's first, then the store's."""
+
+    def __init__(self, pack: ParsedPack, store: ObjectStore | None) -> None:
+        self.pack, self.store = pack, store
+        self.reader: BodyReader | None = None
+
+    def value(self, sid: str) -> dict | None:
+        info = self.pack.by_id.get(sid)
+        try:
+            if info is not None:
+                if info.type != "session":
+                    return None
+                self.reader = self.reader or BodyReader(self.pack)
+                value = codec.unpack_value(self.reader.body(info))
+            elif self.store is not None:
+                type_name, body = self.store.get_raw(sid)
+                value = codec.unpack_value(body) if type_name == "session" else None
+            else:
+                return None
+        except CtxError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def forked_from(self, sid: str, limit: int = 1000) -> set[str]:
+        """The sessions `sid` descends from through `parent_session` (not `sid` itself)."""
+        out: set[str] = set()
+        value = self.value(sid)
+        while value is not None and len(out) < limit:
+            parent = value.get("parent_session")
+            if not isinstance(parent, str) or not parent or parent in out or parent == sid:
+                break
+            out.add(parent)
+            value = self.value(parent)
+        return out
+
+
+def _store_session_of(repo, event_id: str) -> str | None:
+    if repo is None:
+        return None
+    try:
+        return repo.session_of_event(event_id)
+    except CtxError:
+        return None
 
 
 def open_verified(path: str, limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None
@@ -171,6 +274,7 @@ def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIM
         for name, target in pack.refs.items():
             if target not in pack.by_id and overlay.type_of(target) != "event":
                 raise _bad(pack, f"ref {name} names {target[:12]}, which is not an event")
+        check_session_refs(pack, repo)
         try:
             plan = plan_refs(repo, pack, overlay, force)
         except ObjectNotFound as exc:
@@ -230,6 +334,8 @@ def verify_pack(path: str, limits: Limits = DEFAULT_LIMITS, progress: Progress |
         types: dict[str, int] = {}
         for r in pack.records:
             types[r.type] = types.get(r.type, 0) + 1
+        if not pack.prerequisites:
+            check_session_refs(pack)  # a full pack carries the sessions its refs are in
         external = sorted({ref for refs in links.values() for ref in refs if ref not in links})
         return {"path": path, "ok": True, "objects": len(pack.records), "bytes": pack.size,
                 "raw_bytes": pack.raw_size, "types": dict(sorted(types.items())),
