@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
-from ctxstore.errors import CompactionRejected
+from ctxstore.errors import CompactionRejected, InvalidInput
 from ctxstore.porcelain import compaction as pco
 
 from .main import cli
@@ -26,6 +28,20 @@ def _print_result(res, dry_run: bool) -> None:
         click.echo(f"  {mark}  {c.rule:<26} {c.detail}")
 
 
+def _check_summarizer(command: str | None) -> str | None:
+    """A --summarizer that shlex cannot split (an unbalanced quote) or that names no program
+    is InvalidInput, one line, before anything runs. An empty one means the default."""
+    if not command:
+        return command
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise InvalidInput(f"--summarizer {command!r}: {exc}") from None
+    if not argv:
+        raise InvalidInput(f"--summarizer {command!r} names no command to run")
+    return command
+
+
 @cli.command("compact")
 @click.argument("rev", required=False)
 @click.option("--keep-recent-tokens", type=click.IntRange(min=0), default=None,
@@ -42,6 +58,7 @@ def compact_cmd(state, rev, command, keep_recent_tokens, dry_run, as_json) -> No
     Nothing is deleted: the raw events stay in the log (marked as compacted) and the record
     names exactly the events it replaced. A compaction whose checks fail moves no ref; the
     failed rules are printed and the exit code is 11."""
+    command = _check_summarizer(command)
     try:
         res = pco.compact_branch(state.repo, rev, keep_recent_tokens=keep_recent_tokens,
                                  summarizer_command=command, dry_run=dry_run)
@@ -65,6 +82,7 @@ def compact_cmd(state, rev, command, keep_recent_tokens, dry_run, as_json) -> No
 def merge_cmd(state, branch, command, dry_run, as_json) -> None:
     """Merge BRANCH's conclusions into the current branch: a merge event (second parent =
     BRANCH's tip) holding a checked summary of what BRANCH did and found, not its raw events."""
+    command = _check_summarizer(command)
     res = pco.merge(state.repo, branch, summarizer_command=command, dry_run=dry_run)
     if as_json:
         emit_json(res.to_dict())

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ctxstore.porcelain import context as pc
+from ctxstore.porcelain.inputs import open_input
 
 from .main import cli
 from .render import emit_json, short, style
@@ -179,6 +180,7 @@ def artifact_group() -> None:
 def artifact_add(state, file, kind, summary, as_json) -> None:
     """Store FILE as an artifact (content stored once by hash, chunked when large) and record an
     ArtifactAdded event on the current branch; prints the artifact id."""
+    open_input(file).close()  # missing: NotFound (3); unreadable: IOFailure (16)
     res = pc.artifact_add(state.repo, file, kind, summary)
     if res["event"] is None:
         click.echo("ctx: warning: no branch checked out, so no event names this artifact; "

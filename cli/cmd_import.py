@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 import sys
+import tempfile
 
 import click
 
+from ctxstore.errors import IOFailure
 from ctxstore.importers import FORMATS, export_session, import_paths
 
 from .main import cli
@@ -85,9 +90,39 @@ def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> Non
 def export_cmd(state, rev: str, fmt: str, output: str | None) -> None:
     """Write a session (REV may be a session id: every branch) or one history as JSONL."""
     if output:
-        with open(output, "w", encoding="utf-8", newline="\n") as out:
-            res = export_session(state.repo, rev, fmt, out)
+        res = _export_to_file(state.repo, rev, fmt, output)
         click.echo(f"wrote {res['lines']} line(s) of session {short(res['session'])} to {output}",
                    err=True)
     else:
         export_session(state.repo, rev, fmt, sys.stdout)
+
+
+def _export_to_file(repo, rev: str, fmt: str, output: str) -> dict:
+    """Export into a temporary file next to OUTPUT and rename it over OUTPUT only when the
+    export succeeded, so a failed export leaves an existing OUTPUT as it was."""
+    target = os.path.abspath(output)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.",
+                                   suffix=".tmp", dir=os.path.dirname(target))
+    except OSError as exc:
+        raise IOFailure(f"cannot write {output}: {exc.strerror or exc}") from None
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        os.fchmod(fd, mode)  # mkstemp's 0600 would otherwise replace the file's own mode
+        with open(fd, "w", encoding="utf-8", newline="\n") as out:
+            res = export_session(repo, rev, fmt, out)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return res
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -8,6 +8,8 @@ import click
 
 from ctxstore.porcelain import sessions as ps
 from ctxstore.porcelain.history import status as status_of
+from ctxstore.porcelain.inputs import open_input
+from ctxstore.refs import DEFAULT_BRANCH, branch_ref
 
 from .main import cli
 from .render import emit_json, short, style
@@ -16,13 +18,14 @@ from .render import emit_json, short, style
 @cli.command("new")
 @click.option("--title", default="", help="A human title for the session.")
 @click.option("--goal", default="", help="The user's goal; the state projection starts from it.")
-@click.option("--json", "as_json", is_flag=True, help="Print {session, root, ref} as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print {session, root, branch, ref} as JSON.")
 @click.pass_obj
 def new_cmd(state, title: str, goal: str, as_json: bool) -> None:
     """Start a session; HEAD moves to its `main` branch. Prints the session id."""
     sid, root = state.repo.new_session(title=title, goal=goal)
     if as_json:
-        emit_json({"session": sid, "root": root, "branch": "main"})
+        emit_json({"session": sid, "root": root, "branch": DEFAULT_BRANCH,
+                   "ref": branch_ref(sid, DEFAULT_BRANCH)})
     else:
         click.echo(sid)
 
@@ -69,13 +72,9 @@ def append_cmd(state, event_type: str | None, actor: str, payload: str | None,
         if event_type:
             raise click.UsageError("give either EVENT_TYPE or --batch, not both")
         if batch == "-":
-            res = ps.append_batch(repo, sys.stdin)
+            res = ps.append_batch(repo, getattr(sys.stdin, "buffer", sys.stdin))
         else:
-            try:
-                f = open(batch, encoding="utf-8")
-            except OSError as exc:
-                raise click.BadParameter(f"cannot open {batch}: {exc.strerror}") from None
-            with f:
+            with open_input(batch) as f:  # bytes: a line that is not UTF-8 is named by number
                 res = ps.append_batch(repo, f)
         if as_json:
             emit_json({"count": res.count, "head": res.head})

@@ -12,7 +12,7 @@ import importlib
 import click
 
 from ctxstore import __version__
-from ctxstore.errors import CtxError
+from ctxstore.errors import CtxError, IOFailure
 from ctxstore.repo import Repository
 
 #: Command modules, in the order `ctx --help` lists their commands' families.
@@ -41,6 +41,14 @@ class State:
             self._repo = None
 
 
+def os_error_message(exc: OSError) -> str:
+    """`<strerror>: <filename>` on one line, as the IOFailure backstop prints it."""
+    text = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is not None:
+        text = f"{text}: {exc.filename}"
+    return " ".join(text.split())
+
+
 class CtxGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
@@ -50,6 +58,9 @@ class CtxGroup(click.Group):
             ctx.exit(exc.exit_code)
         except BrokenPipeError:  # `ctx log | head`
             ctx.exit(0)
+        except OSError as exc:  # backstop: a file the command could not read or write
+            click.echo(f"ctx: error: {os_error_message(exc)}", err=True)
+            ctx.exit(IOFailure.exit_code)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # registration order groups commands by family

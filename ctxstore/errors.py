@@ -119,3 +119,9 @@ class Unsupported(CtxError):
     """A feature, format version or option that this build does not support."""
 
     exit_code = 15
+
+
+class IOFailure(CtxError):
+    """An operating-system error reading or writing a file (permissions, disk full, missing directory)."""
+
+    exit_code = 16

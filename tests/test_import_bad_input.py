@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ctxstore.errors import InvalidInput
+from ctxstore.errors import InvalidInput, NotFound
 from ctxstore.importers import export_session, import_paths
 from ctxstore.repo import Repository
 
@@ -127,7 +127,7 @@ def test_strict_accepts_clean_input(tmp_path):
 
 
 def test_unknown_format_and_missing_path(tmp_path):
-    with pytest.raises(InvalidInput):
+    with pytest.raises(NotFound):
         import_paths(Repository.memory(), [tmp_path / "nope.jsonl"])
     with pytest.raises(InvalidInput):
         import_paths(Repository.memory(), [_write(tmp_path, GOOD)], format="word")

@@ -1,9 +1,10 @@
 import multiprocessing
 import os
+from pathlib import Path
 
 import pytest
 
-from ctxstore.errors import InvalidRefName, LockHeld, RefConflict
+from ctxstore.errors import CorruptStore, InvalidRefName, LockHeld, RefConflict
 from ctxstore.refs import FileRefs, MemoryRefs, check_branch_name
 
 from .refs_contract import REF, A, B, RefsContract
@@ -42,6 +43,28 @@ class TestFileRefs(RefsContract):
             lockfile.DEFAULT_WAIT = old
         assert str(lock) in str(err.value)
         assert refs.read(REF) == A
+
+    def test_stray_files_are_not_refs(self, tmp_path):
+        refs = FileRefs(tmp_path)
+        refs.set_if_equals(REF, None, A, message="create it")
+        folder = (tmp_path / REF).parent
+        (folder / (Path(REF).name + "~")).write_text(A + "\n")  # an editor's backup
+        (folder / ".x.swp").write_bytes(b"\x00\xff\xfe")
+        (folder / "junk").write_text("not an id\n")
+        (folder / "binary").write_bytes(b"\xff\xfe\x00")
+        (tmp_path / "logs" / (REF + "~")).write_text("")
+        assert list(refs.iter_refs()) == [(REF, A)]
+        assert refs.reflog_names() == [REF]
+        for bad in ("junk", "binary"):  # read() of a damaged ref still says so
+            with pytest.raises(CorruptStore):
+                refs.read(str(Path(REF).parent / bad))
+
+    def test_reflog_name_stays_inside_logs(self, tmp_path):
+        refs = FileRefs(tmp_path / ".ctx")
+        refs.set_if_equals(REF, None, A)
+        (tmp_path / "outside").write_text(f"{'0' * 64} {A} 1 me\tsecret\n")
+        with pytest.raises(InvalidRefName):
+            refs.reflog("../../outside")
 
     def test_branch_and_folder_conflict(self, tmp_path):
         refs = FileRefs(tmp_path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from .common import peek_jsonl
 
 FORMATS = ("claude-code", "codex", "pi", "jsonl")
@@ -47,7 +47,7 @@ def collect_files(paths: list, format: str | None) -> list[tuple[Path, str | Non
         elif p.is_file():
             files.append(p)
         else:
-            raise InvalidInput(f"no such file or directory: {p}")
+            raise NotFound(f"no such file or directory: {p}")
     seen: set[Path] = set()
     out: list[tuple[Path, str]] = []
     for f in sorted(files, key=lambda x: (x.name.startswith("agent-"), len(x.parts), str(x))):

@@ -63,7 +63,12 @@ def fork(repo: Repository, name: str, at: str | None = None) -> tuple[str, str]:
 def checkout(repo: Repository, rev: str) -> tuple[str | None, str]:
     """Switch HEAD to a branch (symbolic) or to any event (detached). Returns (ref, tip)."""
     ref = resolve_ref_name(repo, rev)
-    if ref is not None and ref != HEAD:
+    if ref == HEAD:  # as in git, `checkout HEAD` (or `@`) stays where HEAD is: no detaching
+        head = repo.refs.read_head()
+        if head.target is None:
+            resolve_event(repo, rev)  # raises: HEAD names no event yet
+        return head.ref, head.target  # type: ignore[return-value]
+    if ref is not None:
         repo.refs.set_head_symbolic(ref, message=f"checkout: moving to {rev}")
         return ref, repo.refs.read(ref)  # type: ignore[return-value]
     tip = resolve_event(repo, rev)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import RefNotFound
 from ..objects import Event, StoredObject, thaw
-from ..refs import HEAD, split_branch_ref
+from ..refs import HEAD, check_ref_name, split_branch_ref
 from ..repo import Repository
-from ..revparse import resolve_event, resolve_object, resolve_ref_name
+from ..revparse import reflog_ref_name, resolve_event, resolve_object
 
 
 def event_dict(eid: str, ev: Event) -> dict[str, Any]:
@@ -73,8 +74,18 @@ def diff(repo: Repository, a: str, b: str) -> DiffResult:
 
 
 def reflog(repo: Repository, ref: str | None = None) -> tuple[str, list[dict[str, Any]]]:
-    """(full ref name, entries newest first with their @{N} index)."""
-    name = HEAD if ref is None else (resolve_ref_name(repo, ref) or ref)
+    """(full ref name, entries newest first with their @{N} index).
+
+    REF is resolved like a revision's ref (a deleted branch still names its reflog); a name
+    that is neither a ref nor has a reflog is RefNotFound, an invalid one InvalidRefName."""
+    if ref is None:
+        name = HEAD
+    else:
+        found = reflog_ref_name(repo, ref)
+        if found is None:
+            check_ref_name(ref)
+            raise RefNotFound(f"no ref or reflog named {ref!r}")
+        name = found
     entries = repo.refs.reflog(name)
     out = []
     for i, e in enumerate(reversed(entries)):

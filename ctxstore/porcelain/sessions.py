@@ -14,6 +14,7 @@ from ..clock import now_iso
 from ..errors import InvalidInput
 from ..objects import is_valid_event_type
 from ..repo import AppendTransaction, Repository, iter_session_refs
+from .inputs import open_input
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,13 @@ def parse_payload(text: str | None) -> dict:
     if text is None or text == "":
         return {}
     if text.startswith("@"):
+        path = text[1:]
+        with open_input(path) as f:
+            data = f.read()
         try:
-            with open(text[1:], encoding="utf-8") as f:
-                text = f.read()
-        except OSError as exc:
-            raise InvalidInput(f"cannot read payload file {text[1:]}: {exc.strerror}") from None
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"payload file {path} is not UTF-8 text (byte {exc.start})") from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -82,10 +85,15 @@ class BatchResult:
 _BATCH_FIELDS = frozenset({"type", "actor", "payload", "ts", "causality"})
 
 
-def _parse_batch(lines: Iterable[str], repo: Repository) -> list[dict]:
+def _parse_batch(lines: Iterable[str | bytes], repo: Repository) -> list[dict]:
     items = []
     loads, decode_error = json.loads, json.JSONDecodeError
     for n, line in enumerate(lines, 1):
+        if type(line) is bytes:
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidInput(f"batch line {n}: not UTF-8 text; nothing appended") from None
         try:
             obj = loads(line)
         except decode_error as exc:
@@ -133,10 +141,12 @@ class _BatchClock:
         return f"{self._prefix}{int(t * 1000) % 1000:03d}Z"
 
 
-def append_batch(repo: Repository, lines: Iterable[str]) -> BatchResult:
+def append_batch(repo: Repository, lines: Iterable[str | bytes]) -> BatchResult:
     """Append a JSONL batch of {type, actor?, payload?, ts?} in one transaction.
 
-    Every line is validated before anything is written, so a bad line appends nothing.
+    Every line is validated before anything is written, so a bad line appends nothing. Lines
+    given as bytes (a file opened in binary mode) must be UTF-8; one that is not is named by
+    its number like any other bad line.
     """
     items = _parse_batch(lines, repo)
     with repo.transaction(message="append --batch") as tx:

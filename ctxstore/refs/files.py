@@ -15,7 +15,7 @@ from ..codec import is_full_id
 from ..errors import CorruptStore, InvalidRefName
 from ..lockfile import LockFile
 from .base import ZERO, Head, ReflogEntry, RefStore
-from .names import HEAD
+from .names import HEAD, check_ref_name
 
 
 def _format_entry(e: ReflogEntry) -> bytes:
@@ -37,6 +37,14 @@ def _parse_entry(line: str) -> ReflogEntry | None:
     return ReflogEntry(None if old == ZERO else old, None if new == ZERO else new, ts_ms, actor, msg)
 
 
+def _is_ref_name(name: str) -> bool:
+    try:
+        check_ref_name(name)
+    except InvalidRefName:
+        return False
+    return True
+
+
 class FileRefs(RefStore):
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
@@ -52,6 +60,8 @@ class FileRefs(RefStore):
             text = path.read_text(encoding="utf-8").strip()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        except UnicodeDecodeError:
+            raise CorruptStore(f"{path} is not text: not a ref") from None
         return text
 
     def read(self, name: str) -> str | None:
@@ -98,17 +108,21 @@ class FileRefs(RefStore):
                     continue
                 full = Path(dirpath) / fn
                 name = full.relative_to(self.root).as_posix()
-                if not name.startswith(prefix):
+                if not name.startswith(prefix) or not _is_ref_name(name):
+                    continue  # a stray file (editor backup `main~`, `.swp`) is not a ref
+                try:
+                    value = self._read_file(full)
+                except CorruptStore:
                     continue
-                value = self.read(name)
-                if value is not None:
-                    found.append((name, value))
+                if value is not None and is_full_id(value):
+                    found.append((name, value))  # a damaged ref is skipped; read() reports it
         found.sort()
         return iter(found)
 
     def reflog(self, name: str) -> list[ReflogEntry]:
+        check_ref_name(name)  # never a path outside logs/ (`../HEAD`)
         try:
-            lines = self._log_path(name).read_text(encoding="utf-8").splitlines()
+            lines = self._log_path(name).read_text(encoding="utf-8", errors="replace").splitlines()
         except FileNotFoundError:
             return []
         return [e for e in map(_parse_entry, lines) if e is not None]
@@ -145,8 +159,9 @@ class FileRefs(RefStore):
         names = []
         for dirpath, _dirs, files in os.walk(root):
             for fn in files:
-                if not fn.endswith(".lock"):
-                    names.append((Path(dirpath) / fn).relative_to(root).as_posix())
+                name = (Path(dirpath) / fn).relative_to(root).as_posix()
+                if not fn.endswith(".lock") and _is_ref_name(name):
+                    names.append(name)
         return sorted(names)
 
     def replace_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
