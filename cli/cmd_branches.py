@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ctxstore.porcelain import branches as pb
+from ctxstore.refs import split_branch_ref
 
 from .main import cli
 from .render import emit_json, short, style
@@ -68,6 +69,9 @@ def checkout_cmd(state, rev: str, as_json: bool) -> None:
     ref, tip = pb.checkout(state.repo, rev)
     if as_json:
         emit_json({"ref": ref, "head": tip, "detached": ref is None})
+    elif ref and rev in ("HEAD", "@"):
+        parts = split_branch_ref(ref)
+        click.echo(f"Already on {parts[1] if parts else ref} ({short(tip)})")
     elif ref:
         click.echo(f"Switched to branch {rev} ({short(tip)})")
     else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from . import chunking, codec, links
@@ -190,6 +191,7 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
     for name, target in refs:
         roots.add(target)
         targets.append((f"ref {name}", target))
+    problems.extend(_unlisted_ref_files(repo, {name for name, _ in refs}))
     try:
         head = repo.refs.read_head()
         if head.target:
@@ -209,6 +211,19 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
             kind = "reflog" if label.startswith("reflog") else "ref"
             problems.append(Problem(kind, f"{label} names missing object {target}", target))
     return roots, targets
+
+
+def _unlisted_ref_files(repo: Repository, listed: set[str]) -> Iterator[Problem]:
+    """Files under refs/ that iter_refs skips (a bad name, or content that is not an id): they
+    do not break the store, but fsck names them so they can be removed or repaired."""
+    root = getattr(repo.refs, "root", None)
+    if root is None or not (Path(root) / "refs").is_dir():
+        return
+    for path in sorted((Path(root) / "refs").rglob("*")):
+        if path.is_file() and not path.name.endswith(".lock"):
+            name = path.relative_to(root).as_posix()
+            if name not in listed:
+                yield Problem("ref", f"ref file {name} is not a valid ref (bad name or content)")
 
 
 def _event_problems(seen: _Collector) -> Iterator[Problem]:

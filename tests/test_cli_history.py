@@ -249,3 +249,8 @@ def test_deleted_branch_is_recoverable_from_its_reflog(ctx, session):
     assert ctx.json("show", "tmp@{1}")["id"] == tip  # @{0} is the deletion itself
     ctx("branch", "tmp", "tmp@{1}")
     assert ctx.json("log", "tmp", "-n", "1")[0]["id"] == tip
+
+
+def test_checkout_head_stays_on_the_branch(ctx, session):
+    assert "Already on main" in ctx("checkout", "HEAD").stdout
+    assert not ctx.json("status")["detached"]
