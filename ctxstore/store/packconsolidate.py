@@ -14,6 +14,7 @@ least one sealed pack; duplicates are harmless and the next consolidation drops 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from .. import codec
 from ..errors import CorruptObject
@@ -107,22 +108,36 @@ def _merge(paths: list[str], packs_dir: str) -> list[str]:
 
 
 def _copy(pack: Pack, fd: int, pos: int, seen: dict[bytes, int]) -> int:
-    """Append the crc-checked records of `pack` at `pos`; the new end, or -1 (pack left out).
+    """Append the crc-checked records of `pack` at `pos`; the new end, or -1 (pack left out)."""
+    out = copy_records(pack, fd, pos, seen)
+    return -1 if out is None else out[0]
 
-    A damaged or vanished pack is rolled back out of the new pack, so it is neither lost nor
-    copied with its damage.
-    """
-    start, added, buf, buffered = pos, [], [], 0
+
+def copy_records(pack: Pack, fd: int, pos: int, written: dict[bytes, int],
+                 live: Callable[[str], bool] | None = None,
+                 present: Callable[[bytes], bool] | None = None) -> tuple[int, int, int] | None:
+    """Append the crc-checked records of `pack` at `pos`, in offset order, skipping records
+    already `written` (raw id -> new offset, updated), those `present` elsewhere, and those
+    whose hex id is not `live`. Returns (new end, records seen, records not live), or None if
+    the pack is damaged or vanished: then nothing of it stays in the new pack (it is rolled
+    back), so a damaged pack is neither lost nor copied with its damage. Consolidation and gc
+    both copy through here."""
+    start, added, buf, buffered, total, dead = pos, [], [], 0, 0, 0
     try:
         data = pack.data()
         for raw, off in sorted(pack.index.entries(), key=lambda e: e[1]):
-            if raw in seen:
+            total += 1
+            hex_id = raw.hex()
+            if live is not None and not live(hex_id):
+                dead += 1
+                continue
+            if raw in written or (present is not None and present(raw)):
                 continue
             info = codec.read_record_header(data, off, pack.where)
             codec.record_payload(data, info, pack.where)
-            if info.id != raw.hex():
+            if info.id != hex_id:
                 raise CorruptObject(f"index and record disagree at offset {off}{pack.where}")
-            seen[raw] = pos
+            written[raw] = pos
             added.append(raw)
             pos += info.size
             buf.append(data[off:off + info.size])
@@ -131,15 +146,13 @@ def _copy(pack: Pack, fd: int, pos: int, seen: dict[bytes, int]) -> int:
                 _write(fd, b"".join(buf))
                 buf, buffered = [], 0
         _write(fd, b"".join(buf))
-        return pos
+        return pos, total, dead
     except (CorruptObject, FileNotFoundError):
         for raw in added:
-            del seen[raw]
+            del written[raw]
         os.ftruncate(fd, start)
         os.lseek(fd, start, os.SEEK_SET)
-        return -1
-    finally:
-        pack.close()
+        return None
 
 
 def _write(fd: int, data: bytes) -> int:

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
-from .. import codec
 from ..errors import CorruptObject, LockHeld
 from ..lockfile import fsync_dir, write_file_atomically
 from .gclock import GcLock
@@ -34,13 +33,13 @@ from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
 from .packconsolidate import (
     LOCK_NAME,
     _write,  # the same write-all loop consolidation uses
+    copy_records,
 )
 from .packindex import build_index
 from .packstore import PackStore
 from .packwriter import recover, seal
 from .writerlock import open_locked, try_lock
 
-_CHUNK = 1 << 20
 #: How long gc waits for the processes that have the store open to close it before deleting.
 GC_WAIT = 10.0
 Step = Callable[[str], None]
@@ -260,7 +259,8 @@ class _NewPack:
         for path in paths:
             pack = Pack(path, sealed=True)
             try:
-                out = _copy(pack, self.fd, self.pos, self.written, live, kept)
+                out = copy_records(pack, self.fd, self.pos, self.written, live.__contains__,
+                                   lambda raw, kept=kept: _in_kept(kept, raw))
             finally:
                 pack.close()
             if out is None:
@@ -361,40 +361,4 @@ def _rescue(store: PackStore, merged: list[str], kept: list[Pack], extra: Contai
     res.objects_kept += len(new.written)
     return copied
 
-
-def _copy(pack: Pack, fd: int, pos: int, written: dict[bytes, int], live: Container[str],
-          kept: list[Pack]) -> tuple[int, int, int] | None:
-    """Append the live records of `pack`; (new end, records seen, records dropped), or None if
-    the pack is damaged (then nothing of it is copied and the caller keeps it)."""
-    start, added, buf, buffered, total, dead = pos, [], [], 0, 0, 0
-    try:
-        data = pack.data()
-        for raw, off in sorted(pack.index.entries(), key=lambda e: e[1]):
-            total += 1
-            hex_id = raw.hex()
-            if hex_id not in live:
-                dead += 1
-                continue
-            if raw in written or _in_kept(kept, raw):
-                continue
-            info = codec.read_record_header(data, off, pack.where)
-            codec.record_payload(data, info, pack.where)
-            if info.id != hex_id:
-                raise CorruptObject(f"index and record disagree at offset {off}{pack.where}")
-            written[raw] = pos
-            added.append(raw)
-            pos += info.size
-            buf.append(data[off:off + info.size])
-            buffered += info.size
-            if buffered >= _CHUNK:
-                _write(fd, b"".join(buf))
-                buf, buffered = [], 0
-        _write(fd, b"".join(buf))
-        return pos, total, dead
-    except (CorruptObject, FileNotFoundError):
-        for raw in added:
-            del written[raw]
-        os.ftruncate(fd, start)
-        os.lseek(fd, start, os.SEEK_SET)
-        return None
 
