@@ -271,28 +271,37 @@ def _first_parent_reaches(events: dict[str, _Ev], start: str, target: str) -> bo
 
 
 def _compaction_problems(seen: _Collector) -> Iterator[Problem]:
+    """Ranges that name events must name stored ones on one first-parent line. Empty fields are
+    allowed where the record says so: no `first_kept` when nothing was kept verbatim (a merge,
+    or a transcript whose compaction kept nothing), and no range at all when the source
+    recorded a compaction that replaced nothing (then `source_event_ids` is empty too)."""
     events = seen.events
     for cid in sorted(seen.compactions):
         c = seen.compactions[cid]
+        sources = c.get("source_event_ids") or ()
+        no_range = not sources and c.get("first_event") == "" and c.get("last_event") == ""
         bad = False
         for key in ("first_event", "last_event", "first_kept"):
             v = c.get(key)
+            empty_ok = key == "first_kept" or no_range
+            if v == "" and empty_ok:
+                continue
             if not isinstance(v, str) or v not in events:
                 bad = True
                 yield Problem("compaction", f"compaction {cid}: {key} {str(v)[:64]!r} is not a "
                                             f"stored event", cid)
-        for v in c.get("source_event_ids") or ():
+        for v in sources:
             if v not in events:
                 bad = True
                 yield Problem("compaction", f"compaction {cid}: source event {v} is not a "
                                             f"stored event", cid)
-        if bad:
+        if bad or no_range:
             continue
         first, last, kept = c["first_event"], c["last_event"], c["first_kept"]
         if not _first_parent_reaches(events, last, first):
             yield Problem("compaction", f"compaction {cid}: first_event {first[:12]} is not on "
                                         f"last_event {last[:12]}'s first-parent line", cid)
-        if kept == last or not _first_parent_reaches(events, kept, last):
+        if kept and (kept == last or not _first_parent_reaches(events, kept, last)):
             yield Problem("compaction", f"compaction {cid}: first_kept {kept[:12]}'s first-parent "
                                         f"chain does not reach last_event {last[:12]}", cid)
 

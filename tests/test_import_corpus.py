@@ -27,7 +27,8 @@ pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="session corpus not 
 # path -> (events in all sessions, branches of the main session, subagent sessions,
 #          compactions, tool pairs, warnings)
 EXPECTED = {
-    CC / "FIXTURE_agent-sessions_schema-composite_compact-boundary_v2.1.x.jsonl": (94, 1, 1, 1, 3, 1),
+    # its sidechain tool_use has no id (trimmed fixture): the two results warn instead of pairing
+    CC / "FIXTURE_agent-sessions_schema-composite_compact-boundary_v2.1.x.jsonl": (94, 1, 1, 1, 1, 3),
     CC / "FIXTURE_claude-code-log_dag-rewind-branch-compact-boundary.jsonl": (13, 2, 0, 1, 0, 0),
     CC / "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl": (64, 2, 0, 0, 2, 0),
     CC / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl": (283, 1, 0, 0, 71, 0),

@@ -48,3 +48,23 @@ def test_imported_session_survives_pack_unpack_and_gc(tmp_path, path):
     export_session(dst, sid, FORMAT[path.parent.name], out)
     assert _lines(out.getvalue()) == _lines(path.read_text(encoding="utf-8"))
     dst.close()
+
+
+def test_full_fsck_is_clean_on_the_whole_imported_corpus(tmp_path):
+    """Imported compactions (empty first_kept, or an empty range the source recorded) and
+    merge records are valid records, not fsck problems."""
+    from ctxstore import ContextManager, fsck_repo
+    from ctxstore.compaction import compact, merge_branch
+
+    store = Store.init(tmp_path)
+    import_paths(store, [str(CORPUS)])
+    from tests.sessions_factory import coding_session
+
+    cm = coding_session(8, store=store)
+    alt = cm.fork("alt")
+    alt.record_tool_call("a1", "bash", {"cmd": "ls"})
+    alt.record_tool_result("a1", "x\n" * 500)
+    compact(cm, keep_recent_tokens=300)
+    merge_branch(cm, "alt")
+    assert isinstance(cm, ContextManager)
+    assert fsck_repo.check(store, full=True).problems == []

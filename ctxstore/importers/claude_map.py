@@ -124,8 +124,9 @@ def _user_text(b: SessionBuilder, rec: dict, content: Any, ts: str) -> bool:
 
 def _tool_result(b: SessionBuilder, fs: FileState, rec: dict, res: dict, line: int,
                  ts: str) -> bool:
-    tcid = str(res.get("tool_use_id", ""))
-    call = fs.calls.get(tcid)
+    # newer Claude Code also names the call on the record (sourceToolUseID)
+    tcid = str(res.get("tool_use_id") or rec.get("sourceToolUseID") or "")
+    call = fs.calls.get(tcid) if tcid else None
     if call is None:
         b.ctx.warn(b.file, line, f"tool result without its call (tool_use_id {tcid!r})")
         return False
@@ -184,7 +185,8 @@ def _assistant(b: SessionBuilder, fs: FileState, rec: dict, ts: str) -> None:
         args = blk.get("input", {})
         eid = b.append("ToolCallRequested", "model", tool_requested_payload(tcid, name, args),
                        {"tool_call_id": tcid, "message_id": mid}, ts)
-        fs.calls[tcid] = (eid, name)
+        if tcid:  # a call without an id cannot be answered: nothing may pair with it
+            fs.calls[tcid] = (eid, name)
         prompt = args.get("prompt") if isinstance(args, dict) else None
         if name in SPAWN_TOOLS and isinstance(prompt, str):
             b.ctx.task_prompts.setdefault((fs.source_id, prompt), []).append(eid)
