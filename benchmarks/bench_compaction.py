@@ -7,7 +7,6 @@ Each imported session (main and subagent) is compacted with the structured summa
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from ctxstore import ContextManager, Store
 from ctxstore.compaction import compact
 from ctxstore.errors import CompactionRejected
 from ctxstore.importers import import_paths
+
+from .table import run_and_print
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "sessions"
 
@@ -37,6 +38,9 @@ def run(quick: bool = False) -> list[dict]:
                 except CompactionRejected as exc:
                     rows.append({**row, "result": str(exc)[:60]})
                     continue
+                if res.summarized == 0:  # a dry run reports instead of raising
+                    rows.append({**row, "checks": "nothing to compact (under 2000 tokens)"})
+                    continue
                 failed = [c.rule for c in res.failed]
                 rows.append({**row, "summarized": res.summarized, "tokens before": res.tokens_before,
                              "tokens after": res.tokens_after,
@@ -49,9 +53,7 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def main() -> None:
-    from .table import print_rows
-
-    print_rows(run(quick="--quick" in sys.argv))
+    run_and_print(run)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,13 @@ Targets: build_context at 100k < 50 ms of work and within 2x of 1k (snapshots wo
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from ctxstore import ContextManager, Store
+
+from .table import run_and_print
 
 
 def _session(root: Path, n_events: int) -> ContextManager:
@@ -86,9 +87,7 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def main() -> None:
-    from .table import print_rows
-
-    print_rows(run(quick="--quick" in sys.argv))
+    run_and_print(run)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from ctxstore.porcelain import history as ph
 from ctxstore.porcelain import sessions as ps
 from ctxstore.repo import Repository
 
+from .table import run_and_print
+
 
 def _events(n: int, start: int = 0):
     for i in range(start, start + n):
@@ -118,9 +120,7 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def main() -> None:
-    from .table import print_rows
-
-    print_rows(run(quick="--quick" in sys.argv))
+    run_and_print(run)
 
 
 if __name__ == "__main__":

@@ -124,12 +124,9 @@ def run(quick: bool) -> list[dict]:
 
 
 def main() -> None:
-    quick = "--quick" in sys.argv
-    rows = run(quick)
-    keys = list(rows[0])
-    print(" | ".join(keys))
-    for r in rows:
-        print(" | ".join(str(r[k]) for k in keys))
+    from .table import run_and_print
+
+    run_and_print(run, "import")
 
 
 if __name__ == "__main__":

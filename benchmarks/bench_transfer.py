@@ -223,9 +223,9 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def main() -> None:
-    from .table import print_rows
+    from .table import run_and_print
 
-    print_rows(run(quick="--quick" in sys.argv), "transfer")
+    run_and_print(run, "transfer")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 def _fmt(v) -> str:
     if isinstance(v, bool):
@@ -32,3 +34,9 @@ def print_rows(rows: list[dict], title: str | None = None) -> None:
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in cells:
         print("| " + " | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) + " |")
+
+
+def run_and_print(run, title: str | None = None) -> None:
+    """What a benchmark module's main() does: run (`--quick` on the command line selects the
+    smaller sizes) and print the rows as one table."""
+    print_rows(run(quick="--quick" in sys.argv), title)

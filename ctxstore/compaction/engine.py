@@ -110,6 +110,20 @@ def _verdicts(cm, out, error, rows, kept_rows, state, prev_summary_tokens, repla
     return run_checks(out, facts), summary_tokens
 
 
+def _refuse_if_failed(result: CompactionResult, what: str) -> None:
+    """A record with any failed check does not count: say which rules failed, write nothing."""
+    if result.failed:
+        raise CompactionRejected(
+            f"{what} refused; failed checks: "
+            + "; ".join(f"{c.rule} ({c.detail})" for c in result.failed), result=result.to_dict())
+
+
+def _provenance(result: CompactionResult, summarizer: Summarizer, policy_id: str,
+                **extra: Any) -> dict[str, Any]:
+    return {"summarizer": result.summarizer, "summarizer_version": getattr(summarizer, "version", ""),
+            "policy_id": policy_id, **extra}
+
+
 def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None, *,
             keep_recent_tokens: int | None = None, summarizer: Summarizer | None = None,
             cut_at: str | None = None, dry_run: bool = False, ts: str | None = None) -> CompactionResult:
@@ -163,19 +177,14 @@ def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None,
         checks=verdicts, previous=prev_id)
     if dry_run:
         return result
-    if result.failed:
-        raise CompactionRejected(
-            "compaction refused; failed checks: " + "; ".join(f"{c.rule} ({c.detail})" for c in result.failed),
-            result=result.to_dict())
+    _refuse_if_failed(result, "compaction")
     if not kept:
         raise CompactionRejected("compaction refused: it would keep no event verbatim after the cut")
     record = _record(out, session=cm.session, first_event=result.first_event,
                      last_event=result.last_event, first_kept=result.first_kept,
                      source_event_ids=[r["id"] for r in summarized],
                      tokens_before=result.tokens_before, tokens_after=result.tokens_after,
-                     provenance={"summarizer": result.summarizer,
-                                 "summarizer_version": getattr(summarizer, "version", ""),
-                                 "policy_id": policy.get("id", POLICY_ID)},
+                     provenance=_provenance(result, summarizer, policy.get("id", POLICY_ID)),
                      previous=prev_id, kind="compaction")
     result.compaction_id = cm.store.store.put_object(record)
     with cm.store.transaction(cm.ref, message="compact", rebase=False) as tx:
@@ -219,16 +228,12 @@ def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
                               getattr(summarizer, "name", "?"), verdicts)
     if dry_run:
         return result
-    if result.failed:
-        raise CompactionRejected(
-            "merge refused; failed checks: " + "; ".join(f"{c.rule} ({c.detail})" for c in result.failed),
-            result=result.to_dict())
+    _refuse_if_failed(result, "merge")
     record = _record(out, session=cm.session, first_event=result.first_event or "",
                      last_event=result.last_event or "", first_kept="", source_event_ids=ids,
                      tokens_before=result.tokens_before, tokens_after=result.tokens_after,
-                     provenance={"summarizer": result.summarizer,
-                                 "summarizer_version": getattr(summarizer, "version", ""),
-                                 "policy_id": POLICY_ID, "branch": branch, "branch_tip": other},
+                     provenance=_provenance(result, summarizer, POLICY_ID, branch=branch,
+                                            branch_tip=other),
                      kind="merge")
     result.compaction_id = cm.store.store.put_object(record)
     with cm.store.transaction(cm.ref, message=f"merge {branch}") as tx:
