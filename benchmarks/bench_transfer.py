@@ -171,7 +171,7 @@ def bench_chunking(tmp: Path) -> list[dict]:
 
 _GC_CHILD = """
 import json, sys, time
-from ctxstore.porcelain import maintenance as pm
+from ctxstore.maintenance import gc as pm
 from ctxstore.repo import Repository
 repo = Repository.open(sys.argv[1])
 t = time.perf_counter()

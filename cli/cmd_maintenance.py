@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ctxstore import fsck_repo
 from ctxstore.errors import IntegrityProblems
-from ctxstore.porcelain import maintenance as pm
+from ctxstore.maintenance import fsck as fsck_repo
+from ctxstore.maintenance import gc as pm
 
 from .cmd_history import reflog_group
 from .cmd_transfer import Progress, progress_option

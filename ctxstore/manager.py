@@ -32,7 +32,6 @@ from .context import (
     default_tokenizer,
 )
 from .errors import BadRevision, CompactionRejected, CtxError, InvalidInput, NotFound
-from .eventcache import EventCache
 from .objects import (
     Artifact,
     Compaction,
@@ -45,7 +44,8 @@ from .objects import (
 )
 from .refs import DEFAULT_BRANCH, branch_ref
 from .repo import Repository
-from .revparse import resolve_event
+from .repo.eventcache import EventCache
+from .repo.revparse import resolve_event
 from .state import AgentState, project, snapshot_value, state_from_snapshot
 
 PREVIEW_BYTES = 1024

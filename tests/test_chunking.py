@@ -7,9 +7,10 @@ import random
 
 import pytest
 
-from ctxstore import chunking, codec, fsck_repo, links
+from ctxstore import chunking, codec
 from ctxstore.errors import CorruptObject, InvalidInput
-from ctxstore.objects import Artifact, Event
+from ctxstore.maintenance import fsck as fsck_repo
+from ctxstore.objects import Artifact, Event, links
 from ctxstore.porcelain import transfer
 from ctxstore.repo import Repository
 from ctxstore.store import MemoryStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ctxstore import fsck_repo
+from ctxstore.maintenance import fsck as fsck_repo
 from ctxstore.objects import Compaction, Event, Message, ToolResultBlock
 from ctxstore.repo import Repository
 from ctxstore.store.pack import PACK_SUFFIX, Pack

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from ctxstore import fsck_repo, links
 from ctxstore.errors import LockHeld
-from ctxstore.porcelain import maintenance as pm
+from ctxstore.maintenance import fsck as fsck_repo
+from ctxstore.maintenance import gc as pm
+from ctxstore.objects import links
 from ctxstore.refs import ReflogEntry
 from ctxstore.repo import Repository
 from ctxstore.store.fsck import verify

@@ -11,8 +11,9 @@ import pytest
 
 from ctxstore import Store
 from ctxstore.importers import export_session, import_paths
-from ctxstore.links import reachable
-from ctxstore.porcelain import maintenance, transfer
+from ctxstore.maintenance import gc as maintenance
+from ctxstore.objects.links import reachable
+from ctxstore.porcelain import transfer
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "sessions"
 FILES = [CORPUS / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl",
@@ -53,8 +54,9 @@ def test_imported_session_survives_pack_unpack_and_gc(tmp_path, path):
 def test_full_fsck_is_clean_on_the_whole_imported_corpus(tmp_path):
     """Imported compactions (empty first_kept, or an empty range the source recorded) and
     merge records are valid records, not fsck problems."""
-    from ctxstore import ContextManager, fsck_repo
+    from ctxstore import ContextManager
     from ctxstore.compaction import compact, merge_branch
+    from ctxstore.maintenance import fsck as fsck_repo
 
     store = Store.init(tmp_path)
     import_paths(store, [str(CORPUS)])

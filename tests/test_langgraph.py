@@ -16,7 +16,6 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.graph.message import add_messages  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 
-from ctxstore import links  # noqa: E402
 from ctxstore.integrations.langgraph import CtxstoreSaver  # noqa: E402
 from ctxstore.integrations.langgraph import values as values_mod  # noqa: E402
 from ctxstore.integrations.langgraph.threads import (  # noqa: E402
@@ -26,6 +25,7 @@ from ctxstore.integrations.langgraph.threads import (  # noqa: E402
     thread_id_of,
     thread_ref,
 )
+from ctxstore.objects import links  # noqa: E402
 from ctxstore.porcelain import history  # noqa: E402
 from ctxstore.repo import Repository  # noqa: E402
 from ctxstore.store import MemoryStore  # noqa: E402
@@ -363,7 +363,7 @@ def test_pack_of_thread_sessions_unpacks_into_a_working_thread(tmp_path):
 
 
 def test_gc_reclaims_a_deleted_thread_and_keeps_the_rest(tmp_path):
-    maintenance = pytest.importorskip("ctxstore.porcelain.maintenance")
+    maintenance = pytest.importorskip("ctxstore.maintenance.gc")
     saver = CtxstoreSaver(tmp_path / "s")
     try:
         graph = counting_graph(saver, 30)

@@ -1,5 +1,5 @@
-"""Layers import one way: codec → objects → store → refs → repo → features → manager →
-porcelain → cli, with no cycles, and the library never imports click.
+"""Layers import one way: codec → objects → store → refs → repo → features → maintenance →
+manager → porcelain → cli, with no cycles, and the library never imports click.
 
 Every import in ctxstore/ and cli/ (module level or inside a function) is checked."""
 
@@ -15,9 +15,9 @@ LAYERS = [
     {"objects"},
     {"store", "chunking"},
     {"refs"},
-    {"config", "repo", "graph", "revparse", "eventcache", "links"},
-    {"state", "context", "trace", "compaction", "importers", "transfer", "integrations",
-     "fsck_repo"},
+    {"config", "repo"},
+    {"state", "context", "trace", "compaction", "importers", "transfer", "integrations"},
+    {"maintenance"},
     {"manager"},
     {"porcelain"},
     {"cli"},

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxstore import links
 from ctxstore.errors import ObjectNotFound
-from ctxstore.objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock
+from ctxstore.objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock, links
 from ctxstore.repo import Repository
 
 

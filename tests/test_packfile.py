@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxstore import links
 from ctxstore.errors import BadPack, RefConflict
+from ctxstore.objects import links
 from ctxstore.porcelain import transfer
 from ctxstore.repo import Repository
 from ctxstore.transfer import packfile

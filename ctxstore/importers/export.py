@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from ..errors import BadRevision, InvalidInput, NotFound, Unsupported
 from ..objects import Event, Session
 from ..repo import Repository
-from ..revparse import resolve_event
+from ..repo.revparse import resolve_event
 from . import neutral
 from .records import event_line
 

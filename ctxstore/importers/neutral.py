@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import codec
-from ..links import references
+from ..objects.links import references
 from ..refs import branch_ref
 from ..repo import Repository
 from .common import MALFORMED, ImportContext, SessionStats, iter_jsonl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import BadRevision, RefNotFound
 from ..refs import DEFAULT_BRANCH, HEAD, branch_ref, check_branch_name
 from ..repo import Repository
-from ..revparse import resolve_event, resolve_ref_name
+from ..repo.revparse import resolve_event, resolve_ref_name
 
 
 def session_of(repo: Repository, event_id: str) -> str:

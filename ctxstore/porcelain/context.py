@@ -13,7 +13,7 @@ from ..manager import ContextManager
 from ..objects import Artifact
 from ..refs import HEAD, split_branch_ref
 from ..repo import Repository
-from ..revparse import resolve
+from ..repo.revparse import resolve
 from ..state import AgentState, state_diff
 from ..trace import stats as stats_of
 from ..trace import trace as trace_of

@@ -9,7 +9,7 @@ from ..errors import RefNotFound
 from ..objects import Event, StoredObject, thaw
 from ..refs import HEAD, check_ref_name, split_branch_ref
 from ..repo import Repository
-from ..revparse import reflog_ref_name, resolve_event, resolve_object
+from ..repo.revparse import reflog_ref_name, resolve_event, resolve_object
 
 
 def event_dict(eid: str, ev: Event) -> dict[str, Any]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import links
 from ..errors import BadRevision, NotFound
+from ..objects import links
 from ..refs import HEAD
 from ..repo import Repository
-from ..revparse import resolve_event, resolve_ref_name
+from ..repo.revparse import resolve_event, resolve_ref_name
 from ..transfer import packfile
 from ..transfer import unpack as unpack_mod
 from ..transfer.packfile import DEFAULT_LIMITS, Limits, PackSummary

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 import blake3
 import zstandard
 
-from .. import codec, links
+from .. import codec
 from ..errors import BadPack, CorruptObject, CtxError, InvalidInput, NotFound
+from ..objects import links
 
 MAGIC = b"CTXPACK\x00"
 VERSION = 1

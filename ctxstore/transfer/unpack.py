@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from .. import codec
 from ..errors import BadPack, CtxError, InvalidRefName, ObjectNotFound, RefConflict
-from ..graph import EventGraph
 from ..refs import HEAD, SESSIONS_PREFIX, check_ref_name
 from ..refs.names import split_branch_ref
+from ..repo.graph import EventGraph
 from ..store.base import ObjectStore
 from .packfile import DEFAULT_LIMITS, BodyReader, Limits, ParsedPack, read_pack, verify_objects
 

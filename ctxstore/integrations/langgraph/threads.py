@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...graph import EventGraph
 from ...objects import Event
 from ...refs import DEFAULT_BRANCH
+from ...repo.graph import EventGraph
 from .values import split_refs
 
 THREADS_PREFIX = "refs/langgraph/threads/"

@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import codec
-from . import config as config_mod
-from .clock import now_iso
-from .errors import BadRevision, CtxError, InvalidInput, RefConflict, StoreNotFound
-from .eventcache import SESSION_MARK_EVERY, EventCache
-from .graph import EventGraph
-from .objects import DEFAULT_SESSION_CONFIG, Event, Session, is_valid_event_type
-from .refs import (
+from .. import codec
+from .. import config as config_mod
+from ..clock import now_iso
+from ..errors import BadRevision, CtxError, InvalidInput, RefConflict, StoreNotFound
+from ..objects import DEFAULT_SESSION_CONFIG, Event, Session, is_valid_event_type
+from ..refs import (
     DEFAULT_BRANCH,
     SESSIONS_PREFIX,
     FileRefs,
@@ -29,14 +27,16 @@ from .refs import (
     branch_ref,
     split_branch_ref,
 )
-from .store import MemoryStore, ObjectStore
+from ..store import MemoryStore, ObjectStore
+from .eventcache import SESSION_MARK_EVERY, EventCache
+from .graph import EventGraph
 
 CTX_DIRNAME = ".ctx"
 
 
 def _open_pack_store(objects_dir: Path, cfg: dict[str, Any], create: bool) -> ObjectStore:
     try:
-        from .store.packstore import PackStore
+        from ..store.packstore import PackStore
     except ImportError:  # pragma: no cover - only while the pack store is being built
         raise CtxError("the pack store is not available in this build") from None
     return PackStore(objects_dir, durability=cfg["durability"],
@@ -227,7 +227,7 @@ class Repository:
         if len(text) < 4 or not matches:
             raise BadRevision(f"no session {text!r}")
         if len(matches) > 1:
-            from .errors import AmbiguousId
+            from ..errors import AmbiguousId
 
             raise AmbiguousId(f"session prefix {text} is ambiguous: {', '.join(m[:12] for m in matches[:3])}")
         return matches[0]

@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import codec, links
+from .. import codec
 from ..errors import CtxError, InvalidInput, Unsupported
+from ..objects import links
 from ..refs import ReflogEntry
 from ..repo import Repository
 

@@ -13,9 +13,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .errors import BadRevision
-from .objects import Event
-from .store import ObjectStore
+from ..errors import BadRevision
+from ..objects import Event
+from ..store import ObjectStore
 
 _A, _B, _STALE = 1, 2, 4
 

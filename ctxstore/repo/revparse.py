@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import BadRevision, NotFound
-from .objects import Session
-from .refs import DEFAULT_BRANCH, HEAD, branch_ref, check_ref_name
-from .repo import Repository
+from ..errors import BadRevision, NotFound
+from ..objects import Session
+from ..refs import DEFAULT_BRANCH, HEAD, branch_ref, check_ref_name
+from .repository import Repository
 
 _SUFFIX = re.compile(r"(~\d*|\^\d*|@\{\d+\})")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import codec
-from .errors import CorruptObject, ObjectNotFound
+from .. import codec
+from ..errors import CorruptObject, ObjectNotFound
 
 #: Event payload keys whose values name objects (a string or a list of strings).
 EVENT_PAYLOAD_LINKS = ("session", "memory_id", "evidence_refs", "artifact_ref", "artifact_id")

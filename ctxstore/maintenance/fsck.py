@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import chunking, codec, links
-from .errors import CorruptObject, CtxError, ObjectNotFound
-from .repo import Repository
+from .. import chunking, codec
+from ..errors import CorruptObject, CtxError, ObjectNotFound
+from ..objects import links
+from ..repo import Repository
 
 Progress = Callable[[str, int, int], None]
 RESULT_TYPES = ("ToolCallFinished", "ToolCallFailed")
@@ -162,8 +163,8 @@ class _Reader:
 
 
 def _store_problems(repo: Repository, progress: Progress, counted: list[int]) -> Iterator[Problem]:
-    from .store.fsck import verify
-    from .store.packstore import PackStore
+    from ..store.fsck import verify
+    from ..store.packstore import PackStore
 
     store = repo.store
     if not isinstance(store, PackStore):  # e.g. a memory store: re-hash what it holds

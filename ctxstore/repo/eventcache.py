@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .codec import is_full_id
-from .lockfile import write_file_atomically
+from ..codec import is_full_id
+from ..lockfile import write_file_atomically
 
 SESSION_MARK_EVERY = 256
 
