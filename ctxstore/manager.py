@@ -12,6 +12,11 @@
 Everything is written as events on the bound branch through append transactions; the context
 is compiled from the state projection and the recent first-parent history, never stored as the
 source of truth. A recorded bundle (ContextBuilt event) answers "what did the model see".
+
+This module is a facade: it turns the harness's calls into events and delegates the rest —
+state projection with its snapshot cache to ctxstore.state.projector.Projector, history and
+compilation to ctxstore.context.compile.ContextCompiler, compaction and merge to
+ctxstore.compaction (which sees the manager only as a CompactionTarget).
 """
 
 from __future__ import annotations
@@ -20,22 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .chunking import put_artifact_content
-from .compaction.live import Boundary, live_events
-from .context import (
-    DEFAULT_EVICTION_ORDER,
-    RECENT_TURNS,
-    ContextBundle,
-    Segment,
-    Tokenizer,
-    build_context,
-    candidates_from_history,
-    default_tokenizer,
-)
-from .errors import BadRevision, CompactionRejected, CtxError, InvalidInput, NotFound
+from .context import DEFAULT_EVICTION_ORDER, ContextBundle, Segment, Tokenizer, default_tokenizer
+from .context.compile import MAX_HISTORY_EVENTS, ContextCompiler, History
+from .errors import BadRevision, CompactionRejected, InvalidInput
 from .objects import (
     Artifact,
     Compaction,
-    Event,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -44,15 +39,14 @@ from .objects import (
 )
 from .refs import DEFAULT_BRANCH, branch_ref
 from .repo import Repository
-from .repo.eventcache import EventCache
 from .repo.revparse import resolve_event
-from .state import AgentState, project, snapshot_value, state_from_snapshot
+from .state import AgentState
+from .state.projector import SNAPSHOT_EVERY, Projector
+
+__all__ = ["DEFAULT_AUTO_COMPACT_SHARE", "MAX_HISTORY_EVENTS", "PREVIEW_BYTES", "SNAPSHOT_EVERY",
+           "ContextManager"]
 
 PREVIEW_BYTES = 1024
-#: Snapshots are written at events whose generation is a multiple of this.
-SNAPSHOT_EVERY = 256
-#: How far back the context builder looks for history (events) when no compaction bounds it.
-MAX_HISTORY_EVENTS = 4000
 #: Compact automatically when the material offered passes this share of the input budget.
 DEFAULT_AUTO_COMPACT_SHARE = 0.8
 
@@ -70,6 +64,8 @@ class ContextManager:
     def __init__(self, store: Repository, session: str | None = None,
                  branch: str | None = None, *, tokenizer: Tokenizer | None = None) -> None:
         self.store = store
+        #: the same Repository as `store`, under the name CompactionTarget uses
+        self.repo = store
         cur = store.current()
         self.session = session or cur.session
         if not self.session:
@@ -79,7 +75,8 @@ class ContextManager:
         if store.refs.read(self.ref) is None:
             raise BadRevision(f"session {self.session[:12]} has no branch {self.branch!r}")
         self.tokenizer = tokenizer or default_tokenizer()
-        self.snapshots = EventCache(store.path, "snapshots")
+        self.projector = Projector(store)
+        self.compiler = ContextCompiler(store, self.projector, self.tokenizer)
         cfg = store.session(self.session).config
         self.artifact_threshold = int(cfg.get("artifact_threshold",
                                               store.config.get("artifact_threshold", 4096)))
@@ -233,95 +230,25 @@ class ContextManager:
         return self.append_event("StateUpdated", "agent", {"patch": dict(patch)}, None, ts)
 
     # -- reading ---------------------------------------------------------------------------------
-    def _rev(self, rev: str | None) -> str:
+    def resolve(self, rev: str | None) -> str:
+        """The event REV names (None: this branch's tip)."""
         return self.tip if rev is None else resolve_event(self.store, rev)
 
     def message(self, mid: str) -> Message | None:
         """The message with this id, or None if absent or not a message."""
-        try:
-            obj = self.store.store.get(mid)
-        except NotFound:
-            return None
-        return obj if isinstance(obj, Message) else None
+        return self.projector.message(mid)
 
     def project_state(self, rev: str | None = None, *, use_snapshots: bool = True) -> AgentState:
-        """The state at REV (default: this branch's tip): a fold of the first-parent chain,
-        starting from the newest cached snapshot on it. Merged branches contribute through the
-        merge event itself, not their raw events.
-
-        Snapshots are written only at generations that are multiples of SNAPSHOT_EVERY, so a
-        line of n events has at most n / SNAPSHOT_EVERY of them, whoever projects (read-only
-        commands included), and a projection folds fewer than SNAPSHOT_EVERY events past the
-        newest one."""
-        tip = self._rev(rev)
-        graph = self.store.graph
-        chain: list[tuple[str, Event]] = []
-        start: AgentState | None = None
-        eid: str | None = tip
-        while eid is not None:
-            if use_snapshots:
-                snap = self._load_snapshot(eid)
-                if snap is not None:
-                    start = snap
-                    break
-            ev = graph.event(eid)
-            chain.append((eid, ev))
-            eid = ev.parents[0] if ev.parents else None
-        chain.reverse()
-        if not chain and start is not None:
-            return start
-        state = start
-        done = 0
-        for i, (eid, ev) in enumerate(chain):
-            if use_snapshots and ev.generation % SNAPSHOT_EVERY == 0:
-                state = project(chain[done:i + 1], start=state, messages=self.message)
-                done = i + 1
-                self._save_snapshot(eid, state)
-        if done < len(chain) or state is None:
-            state = project(chain[done:], start=state, messages=self.message)
-        return state
-
-    def _load_snapshot(self, event_id: str) -> AgentState | None:
-        sid = self.snapshots.get(event_id)
-        if sid is None:
-            return None
-        try:
-            value = self.store.store.get(sid)
-        except (NotFound, CtxError):  # a broken cache entry is ignored, never trusted
-            return None
-        if not isinstance(value, dict) or value.get("state", {}).get("source_event") != event_id:
-            return None
-        return state_from_snapshot(value)
-
-    def _save_snapshot(self, event_id: str, state: AgentState) -> None:
-        sid = self.store.store.put("snapshot", snapshot_value(state))
-        self.snapshots.put(event_id, sid)
+        """The state at REV (default: this branch's tip): a fold of the first-parent chain from
+        the newest cached snapshot on it (ctxstore.state.projector)."""
+        return self.projector.project(self.resolve(rev), use_snapshots=use_snapshots)
 
     def history(self, rev: str | None = None, *, limit: int = MAX_HISTORY_EVENTS,
                 token_budget: int | None = None
-                ) -> tuple[list[tuple[str, Event, Message | None]], Compaction | None, str | None]:
-        """Recent first-parent history, oldest first, bounded by the newest compaction (whose
-        record is returned with the CompactionCompleted event id), by `limit` events, and —
-        once the recent turns are in — by about `token_budget` tokens of estimated text: older
-        history could only be offered as P3 chatter that cannot fit anyway."""
-        out: list[tuple[str, Event]] = []
-        boundary = Boundary()
-        estimate, prompts = 0, 0
-        for eid, ev in live_events(self.store.graph, self.store.store, self._rev(rev), boundary):
-            if len(out) >= limit:
-                break
-            if token_budget is not None and boundary.record is None:
-                p = ev.payload
-                estimate += 8 + len(str(p.get("text") or p.get("preview") or "")) // 4
-                prompts += ev.type == "UserPromptSubmitted"
-                if estimate > token_budget and prompts > RECENT_TURNS:
-                    break
-            out.append((eid, ev))
-        compaction, comp_event = boundary.record, boundary.event
-        out.reverse()
-        hist = [(i, e, self.message(e.causality["message_id"]) if e.causality.get("message_id") else None)
-                for i, e in out]
-        return hist, compaction, comp_event
+                ) -> tuple[History, Compaction | None, str | None]:
+        """Recent first-parent history at REV, oldest first, bounded by the newest compaction
+        (ctxstore.context.compile.ContextCompiler.history)."""
+        return self.compiler.history(self.resolve(rev), limit=limit, token_budget=token_budget)
 
     def build_context(self, rev: str | None = None, *, budget: int | None = None,
                       system_prompt: str | None = None, tools: Sequence[Mapping] | None = None,
@@ -335,7 +262,7 @@ class ContextManager:
         offered passes the session's `auto_compact_share` of the window (default 0.8; 0 turns
         it off), the branch is compacted first; a compaction that fails its checks is skipped
         and the builder trims instead."""
-        if record and rev is not None and self._rev(rev) != self.tip:
+        if record and rev is not None and self.resolve(rev) != self.tip:
             raise BadRevision(f"--record builds at the tip of {self.branch}: {rev} is not its tip "
                               f"(a bundle recorded there would describe a different state)")
         cfg = self.store.session(self.session).config
@@ -367,40 +294,8 @@ class ContextManager:
 
     def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order
                  ) -> ContextBundle:
-        state = self.project_state(rev)
-        hist, compaction, comp_event = self.history(rev, token_budget=budget)
-        current = None
-        if compaction is not None and not any(e.type == "UserPromptSubmitted" for _, e, _ in hist):
-            current = self._last_prompt(compaction)  # invariant 5: the request survives compaction
-        cands = candidates_from_history(
-            state, hist, current_request=current, system_prompt=system_prompt, tools=tools,
-            summary=compaction.summary if compaction else None,
-            summary_sources=(comp_event, *([compaction.first_event] if compaction else []))
-            if compaction else (), tokenizer=self.tokenizer)
-        cands.extend(self._merge_segments(hist))
-        cands.extend(extra)
-        return build_context(state, cands, budget, self.tokenizer, eviction_order, reserved)
-
-    def _last_prompt(self, compaction: Compaction) -> str | None:
-        """Text of the newest user prompt a compaction summarized, if any."""
-        for eid in reversed(compaction.source_event_ids):
-            ev = self.store.graph.event(eid)
-            if ev.type == "UserPromptSubmitted":
-                msg = self.message(ev.causality.get("message_id", ""))
-                return msg.text if msg is not None else str(ev.payload.get("text", ""))
-        return None
-
-    def _merge_segments(self, hist) -> list[Segment]:
-        """A merged branch reaches the context as its checked summary, not its raw events."""
-        out = []
-        for i, (eid, ev, _msg) in enumerate(hist):
-            if ev.type == "BranchMerged":
-                cid = ev.causality.get("compaction_id", "")
-                rec = self.store.store.get(cid) if cid else None
-                text = rec.summary if isinstance(rec, Compaction) else str(ev.payload.get("summary", ""))
-                out.append(Segment("summary", text=f"[Merged branch {ev.payload.get('branch', '')}]\n{text}",
-                                   sources=(eid, *([cid] if cid else [])), order=i))
-        return out
+        return self.compiler.compile(self.resolve(rev), budget, reserved, system_prompt, tools, extra,
+                                     eviction_order)
 
     def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):
         """Compaction with provenance, checked before it counts (ctxstore.compaction)."""

@@ -15,10 +15,11 @@ from .summarizers import (
     StructuredSummarizer,
     Summarizer,
 )
+from .target import CompactionTarget, TokenCounter
 from .text import event_text
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS", "REQUIRED_FIELDS", "CallableSummarizer", "CommandSummarizer",
-    "CompactionResult", "RangeFacts", "StructuredSummarizer", "Summarizer", "Verdict", "compact",
-    "event_text", "merge_branch", "run_checks",
+    "CompactionResult", "CompactionTarget", "RangeFacts", "StructuredSummarizer", "Summarizer", "TokenCounter", "Verdict",
+    "compact", "event_text", "merge_branch", "run_checks",
 ]

@@ -18,6 +18,7 @@ from ..refs import branch_ref
 from .checks import RangeFacts, Verdict, abandoned_calls, run_checks
 from .live import Boundary, live_events
 from .summarizers import StructuredSummarizer, Summarizer
+from .target import CompactionTarget
 from .text import event_text
 
 DEFAULT_KEEP_RECENT_TOKENS = 2000
@@ -54,10 +55,10 @@ class CompactionResult:
                 "checks": [c.to_dict() for c in self.checks]}
 
 
-def _live_history(cm, tip: str) -> tuple[list[tuple[str, Event]], Compaction | None, str]:
+def _live_history(cm: CompactionTarget, tip: str) -> tuple[list[tuple[str, Event]], Compaction | None, str]:
     """First-parent events after the newest compaction (from its first_kept), oldest first."""
     boundary = Boundary()
-    out = list(live_events(cm.store.graph, cm.store.store, tip, boundary))
+    out = list(live_events(cm.repo.graph, cm.repo.store, tip, boundary))
     out.reverse()
     return out, boundary.record, boundary.record_id
 
@@ -79,9 +80,9 @@ def _choose_cut(live, costs: list[int], keep_recent: int) -> int:
     return k
 
 
-def _event_row(cm, eid: str, ev: Event) -> dict[str, Any]:
+def _event_row(cm: CompactionTarget, eid: str, ev: Event) -> dict[str, Any]:
     mid = ev.causality.get("message_id")
-    msg = cm.message(mid) if mid else None
+    msg = cm.projector.message(mid) if mid else None
     return {"id": eid, "type": ev.type, "actor": ev.actor, "payload": thaw(ev.payload),
             "ts": ev.ts, "text": event_text(ev, msg), "artifact_id": ev.causality.get("artifact_id", "")}
 
@@ -100,7 +101,7 @@ def _record(out: Mapping[str, Any], **fields: Any) -> Compaction:
                       memory_candidates=thaw(out.get("memory_candidates", [])), **fields)
 
 
-def _verdicts(cm, out, error, rows, kept_rows, state, prev_summary_tokens, replaced):
+def _verdicts(cm: CompactionTarget, out, error, rows, kept_rows, state, prev_summary_tokens, replaced):
     if error is not None:
         return [Verdict("summarizer_output", False, error)], 0
     summary_tokens = cm.tokenizer.count(out["summary"]) if isinstance(out, Mapping) and \
@@ -124,7 +125,7 @@ def _provenance(result: CompactionResult, summarizer: Summarizer, policy_id: str
             "policy_id": policy_id, **extra}
 
 
-def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None, *,
+def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, Any] | None = None, *,
             keep_recent_tokens: int | None = None, summarizer: Summarizer | None = None,
             cut_at: str | None = None, dry_run: bool = False, ts: str | None = None) -> CompactionResult:
     """Compact the branch `cm` is bound to (REV, if given, must be its tip).
@@ -133,7 +134,7 @@ def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None,
     result is returned instead and nothing is written either way."""
     policy = dict(policy or {})
     tip = cm.tip
-    if rev is not None and cm._rev(rev) != tip:
+    if rev is not None and cm.resolve(rev) != tip:
         raise BadRevision(f"compaction works on a branch tip: {rev} is not the tip of {cm.branch}")
     summarizer = summarizer or StructuredSummarizer()
     keep = int(keep_recent_tokens if keep_recent_tokens is not None else
@@ -160,7 +161,7 @@ def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None,
                                     [Verdict("has_source_refs", False, why)], prev_id)
         raise CompactionRejected(why)
     summarized, kept = rows[:k], rows[k:]
-    state = cm.project_state(live[k - 1][0])
+    state = cm.projector.project(live[k - 1][0])
     request = {"kind": "compaction", "state": state.to_dict(), "events": summarized,
                "previous": prev.to_dict() if prev else None, "policy": {"id": POLICY_ID, **policy},
                "abandoned_tool_calls": abandoned_calls(summarized, kept)}
@@ -186,8 +187,8 @@ def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None,
                      tokens_before=result.tokens_before, tokens_after=result.tokens_after,
                      provenance=_provenance(result, summarizer, policy.get("id", POLICY_ID)),
                      previous=prev_id, kind="compaction")
-    result.compaction_id = cm.store.store.put_object(record)
-    with cm.store.transaction(cm.ref, message="compact", rebase=False) as tx:
+    result.compaction_id = cm.repo.store.put_object(record)
+    with cm.repo.transaction(cm.ref, message="compact", rebase=False) as tx:
         if tx.base != tip:
             raise CompactionRejected(f"branch {cm.branch} moved during compaction; retry")
         result.event_id = tx.append(
@@ -199,15 +200,15 @@ def compact(cm, rev: str | None = None, policy: Mapping[str, Any] | None = None,
     return result
 
 
-def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
+def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | None = None,
                  dry_run: bool = False, ts: str | None = None) -> CompactionResult:
     """Merge BRANCH's conclusions (not its raw events) into the branch `cm` is bound to."""
     other_ref = branch_ref(cm.session, branch)
-    other = cm.store.refs.read(other_ref)
+    other = cm.repo.refs.read(other_ref)
     if other is None:
         raise BadRevision(f"no branch {branch!r} in this session")
     tip = cm.tip
-    graph = cm.store.graph
+    graph = cm.repo.graph
     if graph.is_ancestor(other, tip):
         raise CompactionRejected(f"nothing to merge: {branch} is already contained in {cm.branch}")
     d = graph.diff(other, tip)
@@ -216,8 +217,7 @@ def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
     rows = [_event_row(cm, eid, ev) for eid, ev in live]
     costs = [cm.tokenizer.count(r["text"]) for r in rows]
     summarizer = summarizer or StructuredSummarizer()
-    # the same kind of manager, bound to the other branch (no import of the layer above)
-    state = type(cm)(cm.store, cm.session, branch, tokenizer=cm.tokenizer).project_state(other)
+    state = cm.projector.project(other)
     request = {"kind": "merge", "branch": branch, "state": state.to_dict(), "events": rows,
                "previous": None, "policy": {"id": POLICY_ID},
                "abandoned_tool_calls": abandoned_calls(rows, [])}
@@ -235,8 +235,8 @@ def merge_branch(cm, branch: str, *, summarizer: Summarizer | None = None,
                      provenance=_provenance(result, summarizer, POLICY_ID, branch=branch,
                                             branch_tip=other),
                      kind="merge")
-    result.compaction_id = cm.store.store.put_object(record)
-    with cm.store.transaction(cm.ref, message=f"merge {branch}") as tx:
+    result.compaction_id = cm.repo.store.put_object(record)
+    with cm.repo.transaction(cm.ref, message=f"merge {branch}") as tx:
         if tx.base != tip:
             raise CompactionRejected(f"branch {cm.branch} moved during the merge; retry")
         result.event_id = tx.append("BranchMerged", "agent",
