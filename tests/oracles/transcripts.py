@@ -101,11 +101,14 @@ def patch_files(patch: str) -> list[str]:
 
 
 def normalize_path(path: str, cwd: str | None = None) -> str:
-    """A path made absolute against CWD when it is relative, '.'/'..' folded; '~' kept."""
+    """A path made absolute against CWD when it is relative and CWD is absolute (anonymised
+    transcripts have relative cwds whose file paths already start with the cwd); '.'/'..'
+    folded; '~' kept."""
     p = path.strip()
     if not p:
         return p
-    if cwd and not p.startswith(("/", "~")) and not re.match(r"^[A-Za-z]:[\\/]", p):
+    if (cwd and cwd.startswith("/") and not p.startswith(("/", "~"))
+            and not re.match(r"^[A-Za-z]:[\\/]", p)):
         p = posixpath.join(cwd, p)
     return posixpath.normpath(p)
 
@@ -388,7 +391,6 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
             texts = [b.get("text", "") for b in _blocks(msg) if b.get("type") == "text"]
             text = "\n".join(x for x in texts if isinstance(x, str))
             if text.strip().startswith(_INTERRUPTED):
-                t.prompts.append((n, group, ""))  # an interruption; not a prompt
                 for c in t.calls:
                     if c.group == group and c.line < n:
                         c.interrupted = True

@@ -1,0 +1,476 @@
+"""Issue 12's acceptance, measured: does `ctx` understand the transcripts people actually have?
+
+    .venv/bin/python -m benchmarks.real_sessions                 # the corpus (tests/corpus.py)
+    .venv/bin/python -m benchmarks.real_sessions PATH...         # any transcript files or folders
+    .venv/bin/python -m benchmarks.real_sessions --matrix        # transcripts x checks, verdicts only
+    .venv/bin/python -m benchmarks.real_sessions --json          # one JSON record per check
+
+Each transcript file (*.jsonl; folders are searched, subagent files included) is imported alone
+into a fresh temporary store through the CLI (`ctx init`, `ctx import FILE`), then read back with
+`ctx sessions/state/stats/log --json`, `ctx compact --dry-run --json` and
+`ctx context --budget B --json` (B = 8000, 32000). The expected values come from
+tests/oracles/transcripts.py, which reads the raw JSONL itself and shares no code with the
+importers. One table: per transcript and check, the measured value, the threshold, and
+pass / FAIL / n/a, then "N of M checks hold" (n/a never counts as a pass).
+
+A transcript can import as several sessions (Claude Code 1.0.x writes subagents inline): file
+sets and token sums are taken over all of them; plan, title, resume chain, compaction and
+context are judged on the main one (not a subagent; the largest if there are several).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tests.oracles.transcripts import (
+    MAIN,
+    Transcript,
+    analyze,
+    files_covered,
+    has_markup,
+    same_file,
+    transcript_files,
+)
+
+BUDGETS = (8000, 32000)
+CHECKS = ("files.modified", "files.read", "plan.steps", "tokens.input", "tokens.output", "title",
+          "pending", "resume_chain", "compaction.files", *(f"context@{b}" for b in BUDGETS),
+          *(f"fill@{b}" for b in BUDGETS))
+PASS, FAIL, NA = "pass", "FAIL", "n/a"
+
+
+@dataclass
+class Result:
+    transcript: str
+    check: str
+    measured: str
+    threshold: str
+    verdict: str
+    reason: str = ""
+
+
+class CtxFailed(Exception):
+    """A ctx command exited non-zero; the message is its stderr."""
+
+
+class Ctx:
+    """`ctx --store ROOT ARGS` run in-process through click's CliRunner (the real CLI)."""
+
+    def __init__(self, root: Path):
+        from click.testing import CliRunner
+
+        from ctxstore.cli.main import cli
+
+        self.root, self.cli, self.runner = root, cli, CliRunner()
+
+    def run(self, *args: str) -> str:
+        res = self.runner.invoke(self.cli, ["--store", str(self.root), *args])
+        if res.exit_code != 0:
+            err = (res.stderr or res.stdout or repr(res.exception)).strip().splitlines()
+            raise CtxFailed(f"ctx {' '.join(args[:2])} exited {res.exit_code}: "
+                            f"{err[-1] if err else ''}")
+        return res.stdout
+
+    def json(self, *args: str):
+        return json.loads(self.run(*args, "--json"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading ctx's answers
+
+
+def _paths(items) -> list[str]:
+    """File paths from a `files.read`/`files.modified` list of strings or records."""
+    out = []
+    for it in items or []:
+        if isinstance(it, str):
+            out.append(it)
+        elif isinstance(it, dict):
+            p = next((it[k] for k in ("path", "file", "file_path", "name") if isinstance(it.get(k), str)),
+                     None)
+            if p:
+                out.append(p)
+    return out
+
+
+def _step_texts(steps) -> list[str]:
+    """Texts of plan steps given as strings or records (every string field counts)."""
+    out = []
+    for s in steps or []:
+        if isinstance(s, str):
+            out.append(s)
+        elif isinstance(s, dict):
+            out += [v for v in s.values() if isinstance(v, str)]
+    return out
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{k}/{n} ({100 * k / n:.0f}%)" if n else "0/0"
+
+
+@dataclass
+class SessionView:
+    id: str
+    kind: str
+    title: str
+    rev: str
+    events: int
+    state: dict | None = None
+    stats: dict | None = None
+    log: list | None = None
+    error: str = ""
+
+
+def _sessions(ctx: Ctx) -> list[SessionView]:
+    out = []
+    for s in ctx.json("sessions"):
+        branches = s.get("branches") or {}
+        branch = "main" if "main" in branches else next(iter(branches), "main")
+        v = SessionView(id=s["id"], kind=str(s.get("kind", "")), title=s.get("title") or "",
+                        rev=f"{s['id']}/{branch}", events=int(s.get("events") or 0))
+        try:
+            v.state = ctx.json("state", v.rev)
+            v.stats = ctx.json("stats", v.rev)
+            v.log = ctx.json("log", v.rev)
+        except CtxFailed as e:
+            v.error = str(e)
+        out.append(v)
+    return out
+
+
+def _main_session(views: list[SessionView]) -> SessionView | None:
+    top = [v for v in views if v.kind != "subagent"] or views
+    return max(top, key=lambda v: v.events, default=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks
+
+
+def _coverage(name: str, expected: list[str], listed: list[str] | None, need: float,
+              why_missing: str) -> tuple[str, str, str, str]:
+    if not expected:
+        return "nothing to check", f">= {need:.0%}", NA, "the transcript has none"
+    if listed is None:
+        return "-", f">= {need:.0%}", FAIL, why_missing
+    k, missing = files_covered(expected, listed)
+    ok = k >= need * len(expected)
+    reason = "" if ok else "missing: " + ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
+    return _pct(k, len(expected)), f">= {need:.0%}", PASS if ok else FAIL, reason
+
+
+def _check_files(t: Transcript, views: list[SessionView], kind: str) -> tuple:
+    expected = t.modified_files() if kind == "modified" else t.read_files()
+    listed: list[str] | None = []
+    for v in views:
+        files = (v.state or {}).get("files")
+        if not isinstance(files, dict) or kind not in files:
+            listed = None
+            break
+        listed += _paths(files[kind])
+    return _coverage(kind, expected, listed, 0.9, f"`ctx state --json` has no files.{kind}")
+
+
+def _check_plan(t: Transcript, main: SessionView) -> tuple:
+    steps = t.plan_steps()
+    if not steps:
+        return "nothing to check", ">= 80%", NA, "no TodoWrite/update_plan in the transcript"
+    plan = (main.state or {}).get("plan")
+    if not isinstance(plan, dict) or "steps" not in plan:
+        return "-", ">= 80%", FAIL, "`ctx state --json` has no plan.steps"
+    have = {_norm(x) for x in _step_texts(plan["steps"])}
+    k = sum(_norm(s) in have for s in steps)
+    ok = k >= 0.8 * len(steps)
+    return _pct(k, len(steps)), ">= 80%", PASS if ok else FAIL, "" if ok else (
+        f"ctx plan has {len(plan['steps'])} step(s)")
+
+
+def _check_tokens(t: Transcript, views: list[SessionView], field: str) -> tuple:
+    want = t.input_tokens if field == "input_tokens" else t.output_tokens
+    if t.usage_records == 0 or (t.input_tokens == 0 and t.output_tokens == 0):
+        return "nothing to check", "±2%", NA, "no usage recorded in the transcript"
+    got = 0
+    for v in views:
+        tu = (v.stats or {}).get("token_usage")
+        if not isinstance(tu, dict) or not isinstance(tu.get(field), int):
+            return "-", "±2%", FAIL, f"`ctx stats --json` has no token_usage.{field}"
+        got += tu[field]
+    ok = abs(got - want) <= 0.02 * want
+    return f"{got:,} vs {want:,}", "±2%", PASS if ok else FAIL, "" if ok else (
+        f"{(got - want) / want:+.1%}" if want else "oracle 0")
+
+
+def _check_title(t: Transcript, main: SessionView) -> tuple:
+    if not t.has_real_prompt:
+        return "nothing to check", "non-empty, no markup", NA, "no real prompt in the transcript"
+    title = main.title.strip()
+    shown = repr(title[:40] + ("…" if len(title) > 40 else ""))
+    if not title:
+        return "''", "non-empty, no markup", FAIL, "empty title"
+    if has_markup(title):
+        return shown, "non-empty, no markup", FAIL, "title carries harness markup"
+    return shown, "non-empty, no markup", PASS, ""
+
+
+def _listed_pending(views: list[SessionView], bundles: list[dict]) -> set[str]:
+    ids: set[str] = set()
+    for v in views:
+        pending = ((v.state or {}).get("tool_calls") or {}).get("pending") or {}
+        ids |= set(pending) if isinstance(pending, dict) else {
+            p.get("tool_call_id") if isinstance(p, dict) else str(p) for p in pending}
+    for b in bundles:
+        for seg in b.get("segments") or []:
+            if seg.get("kept") and seg.get("tool_call_id") and "[result pending" in (seg.get("text") or ""):
+                ids.add(seg["tool_call_id"])
+    ids.discard(None)
+    return ids
+
+
+def _check_pending(t: Transcript, views: list[SessionView], bundles: list[dict]) -> tuple:
+    listed = _listed_pending(views, bundles)
+    unresolved = t.unresolved()
+    thr = "0 abandoned or answered calls listed"
+    if not listed and not unresolved:
+        return "nothing to check", thr, NA, "every call has a result"
+    calls = {c.id: c for c in t.calls}
+    bad = []
+    for cid in sorted(listed):
+        c = calls.get(cid)
+        if c is None:
+            continue
+        if c.status is not None:
+            bad.append(f"{cid[:14]} has a result (line {c.result_line})")
+        elif c.abandoned:
+            why = ("aborted/error message" if c.aborted_message
+                   else "later prompt" if c.later_prompt else "interrupted")
+            bad.append(f"{cid[:14]} ({c.name}, line {c.line}): {why}")
+    measured = (f"{len(listed)} listed; transcript: {len(unresolved)} without result, "
+                f"{len(t.abandoned())} abandoned")
+    return measured, thr, FAIL if bad else PASS, "; ".join(bad[:3]) + (" …" if len(bad) > 3 else "")
+
+
+def _source_lines(log: list | None, name: str) -> set[int] | None:
+    lines = set()
+    for ev in log or []:
+        src = (ev.get("payload") or {}).get("source")
+        if isinstance(src, dict) and isinstance(src.get("line"), int):
+            if not src.get("file") or Path(str(src["file"])).name == name:
+                lines.add(src["line"])
+    return lines if lines or not log else None
+
+
+def _check_chain(t: Transcript, main: SessionView) -> tuple:
+    if t.harness != "claude-code" or not t.chain_lines:
+        return "nothing to check", ">= 99%", NA, "not a Claude Code transcript" if (
+            t.harness != "claude-code") else "no user/assistant lines"
+    lines = _source_lines(main.log, t.path.name)
+    if lines is None:
+        return "-", ">= 99%", FAIL, "`ctx log --json` events carry no payload.source.line"
+    k = len(t.chain_lines & lines)
+    n = len(t.chain_lines)
+    ok = k >= 0.99 * n
+    miss = sorted(t.chain_lines - lines)
+    return _pct(k, n), ">= 99%", PASS if ok else FAIL, "" if ok else (
+        f"{len(miss)} chain line(s) off main, e.g. line {miss[0]}" + (f"..{miss[-1]}" if len(miss) > 1 else ""))
+
+
+def _check_compaction(t: Transcript, ctx: Ctx, main: SessionView) -> tuple:
+    expected = t.modified_files([MAIN])
+    thr = "names >= 1 modified file"
+    if not expected:
+        return "nothing to check", thr, NA, "no successful writes on the main line"
+    try:
+        out = ctx.json("compact", "--dry-run", main.rev)
+    except CtxFailed as e:
+        return "-", thr, FAIL, str(e)
+    check = next((c for c in out.get("checks") or [] if c.get("rule") == "file_writes_listed"), None)
+    if check is None:
+        return "-", thr, FAIL, "no file_writes_listed check in the dry run"
+    text = json.dumps(check)
+    named = [f for f in expected if f in text or any(same_file(f, w) for w in _words(text))]
+    detail = str(check.get("detail", ""))[:50]
+    ok = bool(named) and check.get("ok") is not False
+    return (f"{len(named)}/{len(expected)} named", thr, PASS if ok else FAIL,
+            "" if ok else f"check says {detail!r}" + ("" if check.get("ok") is not False else " (not ok)"))
+
+
+def _words(text: str) -> list[str]:
+    import re
+
+    return [w for w in re.split(r"[\s,;:\"'()\[\]{}]+", text) if "/" in w or "." in w]
+
+
+def _context(ctx: Ctx, main: SessionView, budget: int) -> tuple[dict | None, str]:
+    try:
+        return ctx.json("context", "--budget", str(budget), main.rev), ""
+    except CtxFailed as e:
+        return None, str(e)
+
+
+def _check_context(bundle: dict | None, err: str, budget: int) -> tuple:
+    if bundle is None:
+        return "failed", "exit 0", FAIL, err
+    return f"{bundle.get('used_tokens', '?')} used", "exit 0", PASS, ""
+
+
+def _check_fill(bundle: dict | None, err: str, budget: int) -> tuple:
+    thr = ">= 85% when offered > available"
+    if bundle is None:
+        return "-", thr, FAIL, "context failed: " + err
+    avail = int(bundle.get("max_tokens", budget)) - int(bundle.get("reserved_output", 0) or 0)
+    usage = (bundle.get("usage") or {}).get("by_tier")
+    if not isinstance(usage, dict):
+        return "-", thr, FAIL, "bundle has no usage.by_tier (offered tokens unknown)"
+    offered = sum(int(u.get("kept", 0)) + int(u.get("dropped", 0)) for u in usage.values())
+    used = int(bundle.get("used_tokens", 0))
+    if offered <= avail:
+        return f"offered {offered:,} <= {avail:,}", thr, NA, "everything offered fits"
+    ok = used >= 0.85 * avail
+    return f"{used:,}/{avail:,} ({used / avail:.0%})", thr, PASS if ok else FAIL, "" if ok else (
+        f"offered {offered:,}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def label(path: Path, root: Path | None) -> str:
+    """A short name for a transcript: its path under ROOT."""
+    try:
+        return str(path.relative_to(root)) if root else path.name
+    except ValueError:
+        return path.name
+
+
+def evaluate(path: Path, name: str | None = None) -> list[Result]:
+    """Every check for one transcript, imported alone into a fresh temporary store."""
+    name = name or path.name
+    t = analyze(path)
+
+    def res(check: str, m: str, thr: str, verdict: str, reason: str = "") -> Result:
+        return Result(name, check, m, thr, verdict, reason)
+
+    with tempfile.TemporaryDirectory(prefix="ctx-real-") as tmp:
+        ctx = Ctx(Path(tmp))
+        try:
+            ctx.run("init", tmp)
+            ctx.run("import", str(path))
+            views = _sessions(ctx)
+        except CtxFailed as e:
+            return [res(c, "-", "-", FAIL, str(e)) for c in CHECKS]
+        main = _main_session(views)
+        if main is None:
+            return [res(c, "-", "-", FAIL, "import made no session") for c in CHECKS]
+        if main.error:
+            return [res(c, "-", "-", FAIL, main.error) for c in CHECKS]
+        contexts = {b: _context(ctx, main, b) for b in BUDGETS}
+        out = [res("files.modified", *_check_files(t, views, "modified")),
+               res("files.read", *_check_files(t, views, "read")),
+               res("plan.steps", *_check_plan(t, main)),
+               res("tokens.input", *_check_tokens(t, views, "input_tokens")),
+               res("tokens.output", *_check_tokens(t, views, "output_tokens")),
+               res("title", *_check_title(t, main)),
+               res("pending", *_check_pending(t, views, [b for b, _ in contexts.values() if b])),
+               res("resume_chain", *_check_chain(t, main)),
+               res("compaction.files", *_check_compaction(t, ctx, main))]
+        out += [res(f"context@{b}", *_check_context(*contexts[b], b)) for b in BUDGETS]
+        out += [res(f"fill@{b}", *_check_fill(*contexts[b], b)) for b in BUDGETS]
+    return out
+
+
+def default_paths() -> list[Path]:
+    from tests.corpus import corpus_root
+
+    return [corpus_root()]
+
+
+def run(paths: Iterable[str | os.PathLike]) -> list[Result]:
+    results: list[Result] = []
+    for p in paths:
+        p = Path(p)
+        root = p if p.is_dir() else None
+        for f in transcript_files([p]):
+            results += evaluate(f, label(f, root))
+    return results
+
+
+def summary(results: list[Result]) -> str:
+    judged = [r for r in results if r.verdict != NA]
+    held = sum(r.verdict == PASS for r in judged)
+    na = len(results) - len(judged)
+    return f"{held} of {len(judged)} checks hold ({na} n/a)"
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width // 2 - 1] + "…" + text[-(width - width // 2):]
+
+
+def print_table(results: list[Result], out=sys.stdout) -> None:
+    rows = [(_short(r.transcript, 48), r.check, r.measured, r.threshold, r.verdict,
+             _short(r.reason, 70)) for r in results]
+    head = ("transcript", "check", "measured", "threshold", "verdict", "why")
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+              for i, h in enumerate(head)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " |", file=out)
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|", file=out)
+    for row in rows:
+        print("| " + " | ".join(c.replace("|", "/").ljust(w) for c, w in zip(row, widths, strict=True))
+              + " |", file=out)
+    print(f"\n{summary(results)}", file=out)
+
+
+_ABBREV = {PASS: "pass", FAIL: "FAIL", NA: "–"}
+
+
+def print_matrix(results: list[Result], out=sys.stdout) -> None:
+    """One row per transcript, one column per check: pass / FAIL / – (n/a)."""
+    names = list(dict.fromkeys(r.transcript for r in results))
+    cell = {(r.transcript, r.check): _ABBREV[r.verdict] for r in results}
+    head = ["transcript", *CHECKS, "holds"]
+    rows = []
+    for n in names:
+        verdicts = [cell.get((n, c), "?") for c in CHECKS]
+        judged = [v for v in verdicts if v in ("pass", "FAIL")]
+        rows.append([_short(n, 48), *verdicts, f"{judged.count('pass')}/{len(judged)}"])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " |", file=out)
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|", file=out)
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |", file=out)
+    print(f"\n{summary(results)}", file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    as_json = "--json" in argv
+    paths = [a for a in argv if not a.startswith("-")] or default_paths()
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        print(f"real_sessions: no such file or folder: {', '.join(missing)} "
+              f"(set CTXSTORE_CORPUS or pass transcript paths)", file=sys.stderr)
+        return 2
+    results = run(paths)
+    if as_json:
+        print(json.dumps([asdict(r) for r in results], indent=1))
+    elif "--matrix" in argv:
+        print_matrix(results)
+    else:
+        print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
