@@ -210,16 +210,28 @@ def _check_tokens(t: Transcript, views: list[SessionView], field: str) -> tuple:
         f"{(got - want) / want:+.1%}" if want else "oracle 0")
 
 
-def _check_title(t: Transcript, main: SessionView) -> tuple:
+def _check_title(t: Transcript, main: SessionView, views: list[SessionView]) -> tuple:
+    """Every session with a real prompt (the main one: the transcript's first real prompt on its
+    own line; others, e.g. inline subagents: a real prompt among their events' source lines) has
+    a non-empty title without harness markup."""
+    thr = "non-empty, no markup"
     if not t.has_real_prompt:
-        return "nothing to check", "non-empty, no markup", NA, "no real prompt in the transcript"
+        return "nothing to check", thr, NA, "no real prompt in the transcript"
+    prompt_lines = {line for line, _, _ in t.prompts}
+    judged = [main] + [v for v in views if v is not main
+                       and prompt_lines & (_source_lines(v.log, t.path.name) or set())]
+    bad = []
+    for v in judged:
+        title = v.title.strip()
+        if not title:
+            bad.append(f"{v.id[:8]}: empty title")
+        elif has_markup(title):
+            bad.append(f"{v.id[:8]}: markup in {title[:40]!r}")
     title = main.title.strip()
     shown = repr(title[:40] + ("…" if len(title) > 40 else ""))
-    if not title:
-        return "''", "non-empty, no markup", FAIL, "empty title"
-    if has_markup(title):
-        return shown, "non-empty, no markup", FAIL, "title carries harness markup"
-    return shown, "non-empty, no markup", PASS, ""
+    if len(judged) > 1:
+        shown = f"{len(judged) - len(bad)}/{len(judged)} sessions; main {shown}"
+    return shown, thr, FAIL if bad else PASS, "; ".join(bad[:3]) + (" …" if len(bad) > 3 else "")
 
 
 def _listed_pending(views: list[SessionView], bundles: list[dict]) -> set[str]:
@@ -379,7 +391,7 @@ def evaluate(path: Path, name: str | None = None) -> list[Result]:
                res("plan.steps", *_check_plan(t, main)),
                res("tokens.input", *_check_tokens(t, views, "input_tokens")),
                res("tokens.output", *_check_tokens(t, views, "output_tokens")),
-               res("title", *_check_title(t, main)),
+               res("title", *_check_title(t, main, views)),
                res("pending", *_check_pending(t, views, [b for b, _ in contexts.values() if b])),
                res("resume_chain", *_check_chain(t, main)),
                res("compaction.files", *_check_compaction(t, ctx, main))]

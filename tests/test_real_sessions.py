@@ -83,6 +83,7 @@ KNOWN_FAILING: dict[str, set[str]] = {
         "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl",
     },
     "title": {
+        "FIXTURE_agent-sessions_schema-composite_compact-boundary_v2.1.x.jsonl",
         "FIXTURE_agent-sessions_pi-v3_fixture-provider_compaction.jsonl",
         "agent-history_pi-v3_real-smoke_session-info_redacted.jsonl",
         "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl",
@@ -163,3 +164,71 @@ def test_acceptance(path, check):
         pytest.skip(f"n/a: {r.reason}")
     assert r.verdict in (PASS, FAIL)
     assert r.verdict == PASS, f"{r.transcript} {check}: {r.measured} (threshold {r.threshold}) {r.reason}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The report's own rules, on made-up ctx answers (no corpus needed)
+
+
+def _view(**kw):
+    from benchmarks.real_sessions import SessionView
+
+    return SessionView(id="s" * 64, kind="main", title=kw.pop("title", "t"), rev="s/main",
+                       events=1, **kw)
+
+
+def _t(tmp_path, records):
+    from tests.oracles.transcripts import analyze
+
+    p = tmp_path / "s.jsonl"
+    p.write_text("".join(__import__("json").dumps(r) + "\n" for r in records))
+    return analyze(p)
+
+
+CC_WRITE = [
+    {"type": "user", "uuid": "u1", "parentUuid": None, "cwd": "/w",
+     "message": {"role": "user", "content": "Write it"}},
+    {"type": "assistant", "uuid": "u2", "parentUuid": "u1", "cwd": "/w",
+     "message": {"id": "m1", "role": "assistant", "content": [
+         {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "/w/a.py"}}],
+         "usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5}}},
+    {"type": "user", "uuid": "u3", "parentUuid": "u2", "cwd": "/w",
+     "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                              "content": "ok"}]}},
+]
+
+
+def test_report_rules_fail_on_missing_fields_and_say_na_when_nothing_to_check(tmp_path):
+    from benchmarks import real_sessions as rs
+
+    t = _t(tmp_path, CC_WRITE)
+    assert rs._check_files(t, [_view(state={})], "modified")[2] == FAIL          # no field
+    assert rs._check_files(t, [_view(state={"files": {"modified": []}})], "modified")[2] == FAIL
+    assert rs._check_files(t, [_view(state={"files": {"modified": [{"path": "a.py"}]}})],
+                           "modified")[2] == PASS
+    assert rs._check_files(t, [_view(state={"files": {"read": []}})], "read")[2] == NA
+    assert rs._check_tokens(t, [_view(stats={})], "input_tokens")[2] == FAIL
+    ok = _view(stats={"token_usage": {"input_tokens": 100, "output_tokens": 5}})
+    assert rs._check_tokens(t, [ok], "input_tokens")[2] == PASS
+    off = _view(stats={"token_usage": {"input_tokens": 10, "output_tokens": 5}})
+    assert rs._check_tokens(t, [off], "input_tokens")[2] == FAIL
+    assert rs._check_plan(t, _view(state={}))[2] == NA
+    assert rs._check_title(t, _view(title="<command-name>/init</command-name>"), [])[2] == FAIL
+    assert rs._check_title(t, _view(title="Write it"), [])[2] == PASS
+    assert rs._check_pending(t, [_view(state={})], [])[2] == NA
+    listed = _view(state={"tool_calls": {"pending": {"t1": {}}}})
+    assert rs._check_pending(t, [listed], [])[2] == FAIL                         # it has a result
+
+
+def test_report_fill_is_na_when_everything_fits():
+    from benchmarks import real_sessions as rs
+
+    def bundle(used, kept, dropped):
+        return {"used_tokens": used, "max_tokens": 8000, "reserved_output": 2000,
+                "usage": {"by_tier": {"P1": {"kept": kept, "dropped": dropped}}}}
+
+    assert rs._check_fill(bundle(100, 100, 0), "", 8000)[2] == NA
+    assert rs._check_fill(bundle(5200, 5200, 9000), "", 8000)[2] == PASS
+    assert rs._check_fill(bundle(600, 600, 9000), "", 8000)[2] == FAIL
+    assert rs._check_fill(None, "exit 1", 8000)[2] == FAIL
+    assert rs._check_context(None, "budget too small", 8000)[2] == FAIL
