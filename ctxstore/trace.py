@@ -73,8 +73,9 @@ def stats(events: Iterable[tuple[str, Event]], context_window: int = 0) -> dict[
     """The seed's AgentStats from a branch's history, oldest first."""
     s: dict[str, Any] = {
         "events": 0, "by_type": {},
-        "token_usage": {"input_tokens": 0, "output_tokens": 0, "context_window_tokens": context_window,
-                        "context_used_tokens": 0},
+        "token_usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+                        "cache_write_tokens": 0, "cost_usd": None, "by_model": {},
+                        "context_window_tokens": context_window, "context_used_tokens": 0},
         "compression": {"compaction_count": 0, "tokens_before_last": None,
                         "tokens_after_last": None, "ratio": None},
         "tools": {"tool_call_count": 0, "failed_tool_call_count": 0,
@@ -82,15 +83,14 @@ def stats(events: Iterable[tuple[str, Event]], context_window: int = 0) -> dict[
         "context_builds": 0,
     }
     tu, tools, comp = s["token_usage"], s["tools"], s["compression"]
+    tokens = _TokenCount()
     for _eid, ev in events:
         s["events"] += 1
         s["by_type"][ev.type] = s["by_type"].get(ev.type, 0) + 1
         p = ev.payload
-        if ev.type == "ModelResponseReceived":
-            usage = p.get("usage") or {}
-            tu["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
-            tu["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
-        elif ev.type == "ToolCallRequested":
+        if ev.type == "ModelResponseReceived" or "usage_total" in p:
+            tokens.add(_eid, ev)
+        if ev.type == "ToolCallRequested":
             tools["tool_call_count"] += 1
         elif ev.type == "ToolCallFailed":
             tools["failed_tool_call_count"] += 1
@@ -107,4 +107,92 @@ def stats(events: Iterable[tuple[str, Event]], context_window: int = 0) -> dict[
             if before:
                 comp["tokens_before_last"], comp["tokens_after_last"] = before, after
                 comp["ratio"] = round(after / before, 4) if after is not None else None
+    tu.update(tokens.totals())
     return s
+
+
+def _int(v: Any) -> int:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else 0
+
+
+def normalize_usage(usage: Any) -> dict[str, Any]:
+    """{input, output, cache_read, cache_write, cost} of one provider usage record.
+
+    `input` is every input token the provider processed. Anthropic reports cache creation and
+    cache reads beside `input_tokens` (they add up); OpenAI/Codex `input_tokens` already
+    includes `cached_input_tokens`; pi reports `input` + `cacheRead` + `cacheWrite` and a
+    `cost` map. `cost` is None when the record has none."""
+    u = usage if isinstance(usage, dict) else {}
+    if any(k in u for k in ("cacheRead", "cacheWrite")) or ("input" in u and "input_tokens" not in u):
+        read, write = _int(u.get("cacheRead")), _int(u.get("cacheWrite"))
+        inp, out = _int(u.get("input")) + read + write, _int(u.get("output"))
+        cost = u.get("cost")
+        cost = cost.get("total") if isinstance(cost, dict) else cost
+    else:
+        read = _int(u.get("cache_read_input_tokens"))
+        write = _int(u.get("cache_creation_input_tokens"))
+        inp = _int(u.get("input_tokens")) + read + write
+        if "cached_input_tokens" in u:  # OpenAI: already part of input_tokens
+            read += _int(u.get("cached_input_tokens"))
+            write += _int(u.get("cache_write_input_tokens"))
+        out = _int(u.get("output_tokens"))
+        cost = u.get("cost_usd")
+    cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    return {"input": inp, "output": out, "cache_read": read, "cache_write": write, "cost": cost}
+
+
+class _TokenCount:
+    """Token usage along a history: each response counted once (the newest record of a
+    response_id wins: Claude Code repeats a split response's usage on each of its lines), plus
+    the newest running total a harness reports (Codex `token_count`), split per model by the
+    growth of that total between reports."""
+
+    def __init__(self) -> None:
+        self.responses: dict[str, tuple[str, dict]] = {}
+        self.running: dict | None = None
+        self.running_by_model: dict[str, dict] = {}
+
+    def add(self, eid: str, ev: Event) -> None:
+        p = ev.payload
+        model = p.get("model") if isinstance(p.get("model"), str) else ""
+        if "usage_total" in p:
+            total = normalize_usage(p["usage_total"])
+            prev = self.running or {k: 0 for k in total}
+            grew = {k: max(0, (total[k] or 0) - (prev[k] or 0)) for k in ("input", "output",
+                                                                           "cache_read", "cache_write")}
+            _add(self.running_by_model.setdefault(model or "unknown", _zero()), grew, None)
+            self.running = total
+            return
+        if isinstance(p.get("usage"), dict):
+            key = p.get("response_id") if isinstance(p.get("response_id"), str) and p.get("response_id") else eid
+            u = normalize_usage(p["usage"])
+            if u["cost"] is None and isinstance(p.get("cost_usd"), (int, float)):
+                u["cost"] = float(p["cost_usd"])
+            self.responses.pop(key, None)  # the newest record of a response counts
+            self.responses[key] = (model, u)
+
+    def totals(self) -> dict[str, Any]:
+        total, by_model = _zero(), {m: dict(v) for m, v in self.running_by_model.items()}
+        if self.running is not None:
+            _add(total, self.running, None)
+        for model, u in self.responses.values():
+            _add(total, u, u["cost"])
+            _add(by_model.setdefault(model or "unknown", _zero()), u, u["cost"])
+        return {**_named(total), "by_model": {m: _named(v) for m, v in sorted(by_model.items())}}
+
+
+def _zero() -> dict[str, Any]:
+    return {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "cost": None}
+
+
+def _add(into: dict, u: dict, cost: float | None) -> None:
+    for k in ("input", "output", "cache_read", "cache_write"):
+        into[k] += u[k] or 0
+    if cost is not None:
+        into["cost"] = (into["cost"] or 0.0) + cost
+
+
+def _named(v: dict) -> dict[str, Any]:
+    return {"input_tokens": v["input"], "output_tokens": v["output"],
+            "cache_read_tokens": v["cache_read"], "cache_write_tokens": v["cache_write"],
+            "cost_usd": round(v["cost"], 6) if v["cost"] is not None else None}

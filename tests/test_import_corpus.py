@@ -124,8 +124,8 @@ def test_rewind_branch_and_compaction_provenance():
     report = import_paths(repo, [CC / "FIXTURE_claude-code-log_dag-rewind-branch-compact-boundary.jsonl"])
     sid = report.sessions[0].session
     br = repo.branches(sid)
-    assert set(br) == {"main", "rewind-u1"}
-    base = repo.graph.merge_base(br["main"], br["rewind-u1"])
+    assert set(br) == {"main", "rewind-b1u"}
+    base = repo.graph.merge_base(br["main"], br["rewind-b1u"])
     assert repo.graph.event(base).type == "ModelResponseReceived"  # a1, where the user rewound
     done = [repo.graph.event(e) for e in repo.graph.reachable_events([br["main"]])]
     comp_ev = next(e for e in done if e.type == "CompactionCompleted")

@@ -50,8 +50,8 @@ def test_longer_version_with_a_new_rewind_keeps_old_line(tmp_path):
     old_tip = repo.branches(sid)["main"]
     report = import_paths(repo, [IDEAS])
     branches = repo.branches(sid)
-    assert set(branches) == {"main", "rewind-a2c5ddf6"}
-    assert repo.graph.is_ancestor(old_tip, branches["rewind-a2c5ddf6"])
+    assert set(branches) == {"main", "rewind-5270777a"}
+    assert repo.graph.is_ancestor(old_tip, branches["rewind-5270777a"])
     assert any("rewritten" in n for n in report.notes)
 
 
@@ -82,7 +82,7 @@ def test_export_of_a_branch_and_format_checks(tmp_path):
     repo = Repository.memory()
     sid = import_paths(repo, [IDEAS]).sessions[0].session
     out = io.StringIO()
-    res = export_session(repo, f"{sid}/rewind-a2c5ddf6", "claude-code", out)
+    res = export_session(repo, f"{sid}/rewind-5270777a", "claude-code", out)
     assert res["lines"] < 61  # only that line of history
     from ctxstore.errors import InvalidInput, Unsupported
 
@@ -95,7 +95,7 @@ def test_export_of_a_branch_and_format_checks(tmp_path):
 def test_imported_session_works_everywhere():
     repo = Repository.memory()
     sid = import_paths(repo, [IDEAS]).sessions[0].session
-    main, rewind = f"{sid}/main", f"{sid}/rewind-a2c5ddf6"
+    main, rewind = f"{sid}/main", f"{sid}/rewind-5270777a"
     assert len(log(repo, main)) > 10
     d = diff(repo, main, rewind)
     assert d.base and d.only_a and d.only_b

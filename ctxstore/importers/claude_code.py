@@ -1,10 +1,16 @@
 """Claude Code transcripts (`~/.claude/projects/<dir>/<session>.jsonl`): the tree half.
 
-Events follow the file order on one line of history; a new line (a branch) starts only at a
-real rewind: a typed user prompt whose parent already led to another typed prompt. That rule
-ignores the parentUuid forks Claude Code writes for parallel tool calls and hook progress,
-and keeps each rewind as `rewind-<uuid8>` with `main` the line that holds the last record.
-A `compact_boundary` (parentUuid null) simply continues the line it logically follows.
+Events follow the file order on lines of history. `main` is the chain Claude Code itself
+resumes: walked back by `parentUuid` (`logicalParentUuid` across a compact boundary, whose
+`parentUuid` is null) from the newest non-sidechain user/assistant line (`resume_chain`, a
+first pass over the file). Records on that chain go on `main`; a typed request that leaves it
+(or re-asks from a point of a branch that already led to a request) is a real rewind and
+starts a branch `rewind-<uuid8>` at its parent; everything else continues the line its parent
+is on. So the parentUuid forks Claude Code writes for parallel tool calls and
+hook progress, a queue-delivered prompt whose parent is stale, and slash-command, caveat and
+"[Request interrupted by user]" lines never make a branch. Sidechains (and a file without any
+non-sidechain message) keep the older line-order rule: a typed request whose parent already
+led to another typed request starts a branch, and the line holding the last record is main.
 
 Subagents become child sessions (kind "subagent") linked to the spawning Task/Agent call:
 inline sidechains (1.0.x) grouped by their root, `agent-*.jsonl` files beside the session
@@ -17,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..state.prompts import SKIP, classify_prompt, prompt_text, title_of
 from .claude_map import FMT, FileState, content_text, is_prompt, map_record
 from .common import MALFORMED, ImportContext, SessionBuilder, good_ts, iter_jsonl, peek_jsonl
 
@@ -34,7 +41,8 @@ def is_agent_file(path: Path) -> bool:
 
 def _head(path: Path) -> dict[str, Any]:
     """Session id, first timestamp, cwd, agent id and first prompt from the file's first lines."""
-    out: dict[str, Any] = {"session": "", "ts": "", "cwd": "", "agent": "", "prompt": None}
+    out: dict[str, Any] = {"session": "", "ts": "", "cwd": "", "agent": "", "prompt": None,
+                           "title": ""}
     for rec in peek_jsonl(path):
         if not out["session"] and isinstance(rec.get("sessionId"), str):
             out["session"] = rec["sessionId"]
@@ -46,22 +54,64 @@ def _head(path: Path) -> dict[str, Any]:
             out["cwd"] = rec["cwd"]
         if not out["agent"] and isinstance(rec.get("agentId"), str):
             out["agent"] = rec["agentId"]
-        if out["prompt"] is None and is_prompt(rec):
-            out["prompt"] = content_text(rec["message"].get("content"))
+        if is_prompt(rec):
+            text = content_text(rec["message"].get("content"))
+            if out["prompt"] is None:
+                out["prompt"] = text
+            if not out["title"]:
+                out["title"] = title_of(prompt_text(text))
     return out
 
 
-def _title(prompt: str | None) -> str:
-    first = (prompt or "").strip().splitlines()
-    return first[0][:80] if first else ""
+def is_request(rec: dict) -> bool:
+    """A prompt the user typed, not markup (a harness command, its output, a caveat or an
+    interrupted-request marker): only these can start a rewind."""
+    if not is_prompt(rec):
+        return False
+    return classify_prompt(content_text(rec["message"].get("content")))[0] != SKIP
+
+
+def _parent_of(rec: dict) -> str | None:
+    parent = rec.get("parentUuid")
+    if parent is None:
+        parent = rec.get("logicalParentUuid")  # a compact_boundary continues its logical parent
+    return parent if isinstance(parent, str) else None
+
+
+def resume_chain(path: Path) -> set[str] | None:
+    """The uuids Claude Code resumes: walked back by parentUuid (logicalParentUuid across a
+    compact boundary) from the newest non-sidechain user/assistant line. None when the file
+    has no such line (the line-order rule applies then)."""
+    parents: dict[str, str | None] = {}
+    leaf = ""
+    with open(path, "rb") as fh:
+        for raw in fh:
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(rec, dict) or not isinstance(rec.get("uuid"), str):
+                continue
+            parents[rec["uuid"]] = _parent_of(rec)
+            if rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
+                leaf = rec["uuid"]
+    if not leaf:
+        return None
+    chain: set[str] = set()
+    cur: str | None = leaf
+    while cur is not None and cur not in chain and cur in parents:
+        chain.add(cur)
+        cur = parents[cur]
+    return chain
 
 
 class _Entry:
-    __slots__ = ("builder", "parent", "event", "gen", "marked")
+    __slots__ = ("builder", "parent", "event", "gen", "marked", "line")
 
-    def __init__(self, builder, parent, event, gen):
+    def __init__(self, builder, parent, event, gen, line=0):
         self.builder, self.parent, self.event, self.gen = builder, parent, event, gen
         self.marked = False
+        self.line = line
 
 
 class ClaudeFile:
@@ -72,6 +122,7 @@ class ClaudeFile:
         self.index: dict[str, _Entry] = {}
         self.groups: dict[str, SessionBuilder] = {}
         self.builders: list[SessionBuilder] = []
+        self.newest_on_line: dict[int, str] = {}  # main builder: line -> newest uuid on it
 
     def run(self) -> None:
         head = _head(self.path)
@@ -79,18 +130,21 @@ class ClaudeFile:
         self.fs = FileState(source)
         self.main = self._open_main(head, source)
         self.builders.append(self.main)
+        self.chain = None if is_agent_file(self.path) else resume_chain(self.path)
         for n, text, rec in iter_jsonl(self.ctx, self.path):
             if rec is MALFORMED:
                 self.main.begin(n, rec, text)
                 self.main.append(f"{FMT}:malformed", "system", {})
                 continue
             self._one(n, text, rec)
+        if self.chain is not None:
+            self.main.cur = 0  # main is the line Claude Code resumes
         for b in self.builders:
             b.finish()
 
     def _open_main(self, head: dict, source: str) -> SessionBuilder:
         common = dict(fmt=FMT, file=self.name, source_id=source, ts=head["ts"], cwd=head["cwd"],
-                      title=_title(head["prompt"]))
+                      title=head["title"])
         if not is_agent_file(self.path):
             return SessionBuilder(self.ctx, nonce=source, origin={"format": FMT, "id": source},
                                   **common)
@@ -121,29 +175,62 @@ class ClaudeFile:
         if uuid and rec.get("isSidechain") and not is_agent_file(self.path):
             b = self._sidechain(rec, uuid)
         b.begin(n, rec, text)
-        parent = self._position(b, rec, uuid, n) if uuid else None
+        if not uuid:
+            parent = None
+        elif b is self.main and self.chain is not None:
+            parent = self._place(b, rec, uuid, n)
+        else:
+            parent = self._position(b, rec, uuid, n)
         map_record(b, self.fs, rec, n)
         if uuid:
-            self.index[uuid] = _Entry(b, parent, b.tip, b.tip_gen)
-            if is_prompt(rec):
+            self.index[uuid] = _Entry(b, parent, b.tip, b.tip_gen, b.cur)
+            if b is self.main:
+                self.newest_on_line[b.cur] = uuid
+            if is_request(rec):
                 self._mark(parent)
+
+    def _place(self, b: SessionBuilder, rec: dict, uuid: str, n: int) -> str | None:
+        """Put a main-file record on its line: the resume chain is line 0 (`main`); a typed
+        request off the chain is a real rewind and starts a branch at its parent; anything
+        else (parallel tool results, hooks, a queue-delivered prompt's stale parent, command
+        and caveat lines) continues the line its parent is on."""
+        line = b.lines[b.cur]
+        if not line[2]:
+            line[2] = uuid[:8]
+        parent = _parent_of(rec)
+        ent = self.index.get(parent) if parent is not None else None
+        if parent is not None and ent is None:
+            self.ctx.warn(self.name, n, f"dangling parent {parent!r} (no such uuid earlier in "
+                                        f"the file); attached after the previous record")
+        if uuid in self.chain:
+            b.cur = 0
+        elif ent is not None and ent.builder is b:
+            # a request that leaves the chain, or re-asks from a point of a branch that
+            # already led to another request, is a rewind; the rest follows its parent
+            if is_request(rec) and (parent in self.chain or ent.marked):
+                tip = b.lines[ent.line]
+                if self.newest_on_line.get(ent.line) == parent:  # keep the uuid-less records
+                    b.fork(tip[0], tip[1], uuid[:8])  # that followed the parent (snapshots)
+                else:
+                    b.fork(ent.event, ent.gen, uuid[:8])
+            else:
+                b.cur = ent.line
+        return parent if ent is not None else None
 
     def _position(self, b: SessionBuilder, rec: dict, uuid: str, n: int) -> str | None:
         """Fork a new line if this record is a real rewind; returns its (logical) parent."""
         line = b.lines[b.cur]
         if not line[2]:
             line[2] = uuid[:8]
-        parent = rec.get("parentUuid")
+        parent = _parent_of(rec)
         if parent is None:
-            parent = rec.get("logicalParentUuid")
-        if not isinstance(parent, str):
             return None
         ent = self.index.get(parent)
         if ent is None:
             self.ctx.warn(self.name, n, f"dangling parent {parent!r} (no such uuid earlier in "
                                         f"the file); attached after the previous record")
             return None
-        if ent.builder is b and ent.marked and is_prompt(rec):
+        if ent.builder is b and ent.marked and is_request(rec):
             b.fork(ent.event, ent.gen, uuid[:8])
         return parent
 

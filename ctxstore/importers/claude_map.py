@@ -3,8 +3,9 @@
 One record becomes one or more events; the first names the record. Tool results pair with
 their call by `tool_use_id` through a per-file table, never through `parentUuid`. An API
 response split over several `assistant` lines (same `message.id`) gives one
-ModelResponseReceived per line with `response_id` and `part`, usage only on part 0, so the
-lines keep their own places in the tree while the response stays identifiable.
+ModelResponseReceived per line with `response_id` and `part`, each with the usage its line
+carries (the newest counts), so the lines keep their own places in the tree while the response
+stays identifiable.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def map_record(b: SessionBuilder, fs: FileState, rec: dict, line: int) -> None:
                 payload[key] = rec[key]
         if t == "summary" and isinstance(rec.get("summary"), str):
             payload["text"] = preview(rec["summary"])
+        for key in ("customTitle", "aiTitle"):  # custom-title / ai-title records
+            if isinstance(rec.get(key), str):
+                payload["title"] = preview(rec[key])
         b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system", payload, ts=ts)
 
 
@@ -176,8 +180,12 @@ def _assistant(b: SessionBuilder, fs: FileState, rec: dict, ts: str) -> None:
         payload["model"] = msg["model"]
     if rid:
         payload["response_id"], payload["part"] = rid, part
-    if part == 0 and isinstance(msg.get("usage"), dict):
+    if isinstance(msg.get("usage"), dict):
+        # every line of a split response repeats its usage, the newest line's being final:
+        # stats count one usage per response_id, the newest (trace.py)
         payload["usage"] = msg["usage"]
+    if isinstance(rec.get("costUSD"), (int, float)):
+        payload["cost_usd"] = rec["costUSD"]
     b.append("ModelResponseReceived", "model", payload, {"message_id": mid}, ts)
     for blk in calls:
         tcid = str(blk.get("id", ""))

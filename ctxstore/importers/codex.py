@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
+from ..state.prompts import prompt_text, title_of
 from .common import (
     MALFORMED,
     ImportContext,
@@ -64,10 +65,16 @@ def _text_of(content: Any) -> str:
 def import_file(ctx: ImportContext, path: Path) -> None:
     meta: dict = {}
     first_ts = ""
-    for rec in peek_jsonl(path, limit=50):
+    title = ""
+    for rec in peek_jsonl(path, limit=400):
         first_ts = first_ts or rec.get("timestamp", "")
-        if rec.get("type") == "session_meta" and isinstance(rec.get("payload"), dict):
-            meta = rec["payload"]
+        p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+        if rec.get("type") == "session_meta" and not meta:
+            meta = p
+        elif rec.get("type") == "response_item" and p.get("type") == "message" \
+                and p.get("role") == "user":
+            title = title_of(prompt_text(_text_of(p.get("content"))))
+        if meta and title:
             break
     source = meta.get("id") if isinstance(meta.get("id"), str) else path.stem
     links = _links(meta)
@@ -80,7 +87,7 @@ def import_file(ctx: ImportContext, path: Path) -> None:
     b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
                        ts=meta.get("timestamp") or first_ts, nonce=source,
                        origin={"format": FMT, "id": source, **links}, kind=kind,
-                       parent_session=parent, cwd=str(meta.get("cwd") or ""))
+                       parent_session=parent, cwd=str(meta.get("cwd") or ""), title=title)
     Rollout(b).run(path)
     b.finish()
 
@@ -89,6 +96,7 @@ class Rollout:
     def __init__(self, b: SessionBuilder) -> None:
         self.b = b
         self.calls: dict[str, tuple[str, str]] = {}
+        self.model = ""
 
     def run(self, path: Path) -> None:
         b = self.b
@@ -109,9 +117,23 @@ class Rollout:
                     b.ctx.warn(b.file, n, f"unknown record type {t!r}; kept as {FMT}:{t}")
                 payload = {"subtype": p["type"]} if isinstance(p.get("type"), str) else {}
                 if t == "turn_context" and isinstance(p.get("model"), str):
-                    payload["model"] = p["model"]
+                    payload["model"] = self.model = p["model"]
+                elif t == "event_msg":
+                    self.annotate(p, payload)
                 b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system",
                          payload, ts=ts)
+
+    def annotate(self, p: dict, payload: dict) -> None:
+        """What stats and titles need from an event_msg: the running token total (with the
+        model of the turn it closes) and the thread name."""
+        kind = p.get("type")
+        info = p.get("info") if isinstance(p.get("info"), dict) else {}
+        if kind == "token_count" and isinstance(info.get("total_token_usage"), dict):
+            payload["usage_total"] = info["total_token_usage"]
+            if self.model:
+                payload["model"] = self.model
+        elif kind == "thread_name_updated" and isinstance(p.get("thread_name"), str):
+            payload["title"] = preview(p["thread_name"])
 
     def item(self, p: dict, n: int, ts: str) -> None:
         b = self.b

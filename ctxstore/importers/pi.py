@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
+from ..state.prompts import prompt_text, title_of
 from .common import (
     MALFORMED,
     ImportContext,
@@ -59,6 +60,17 @@ def _blocks(content: Any) -> list:
     return out
 
 
+def _first_prompt_title(path: Path) -> str:
+    """A title from the first user request in the file's first lines ("" if none)."""
+    for rec in peek_jsonl(path, limit=400):
+        m = rec.get("message") if rec.get("type") == "message" else None
+        if isinstance(m, dict) and m.get("role") == "user":
+            title = title_of(prompt_text(_text(m.get("content"))))
+            if title:
+                return title
+    return ""
+
+
 def import_file(ctx: ImportContext, path: Path) -> None:
     header: dict = next(iter(peek_jsonl(path, limit=1)), {})
     if header.get("type") != "session":
@@ -72,7 +84,8 @@ def import_file(ctx: ImportContext, path: Path) -> None:
         origin["parent_path"] = parent_path
     b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
                        ts=header.get("timestamp", ""), nonce=source, origin=origin,
-                       kind="fork" if parent_path else "main", cwd=str(header.get("cwd") or ""))
+                       kind="fork" if parent_path else "main", cwd=str(header.get("cwd") or ""),
+                       title=_first_prompt_title(path))
     PiFile(b, tree=isinstance(version, int) and version >= 2).run(path)
     b.finish()
 

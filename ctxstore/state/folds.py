@@ -18,6 +18,8 @@ from typing import Any
 from ..objects.event import Event
 from ..objects.frozen import FrozenMap, freeze
 from ..objects.message import Message
+from .effects import hooks as _effect_hooks
+from .effects import prompt_fold
 from .model import PLAN_STATUSES, AgentState, evolve
 
 MessageLookup = Callable[[str], "Message | None"]
@@ -29,6 +31,7 @@ GOAL_TEXT_LIMIT = 2000
 _FOLDS: dict[str, FoldFn] = {}
 #: Read-only view of the registry: event type -> fold function.
 FOLDS = MappingProxyType(_FOLDS)
+_EFFECT_HOOKS = _effect_hooks()
 
 
 def no_messages(_message_id: str) -> Message | None:
@@ -50,6 +53,9 @@ def fold(state: AgentState, event_id: str, event: Event,
     fn = _FOLDS.get(event.type)
     if fn is not None:
         state = fn(state, event_id, event, messages)
+    hook = _EFFECT_HOOKS.get(event.type)
+    if hook is not None:  # tool semantics, goal and title (state/effects.py)
+        state = hook(state, event_id, event, messages)
     return evolve(state, version=state.version + 1, source_event=event_id)
 
 
@@ -86,13 +92,6 @@ def _strs(v: Any) -> tuple[str, ...]:
 
 def _cut(text: str, limit: int = GOAL_TEXT_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _prompt_text(event: Event, messages: MessageLookup) -> str:
-    mid = event.causality.get("message_id")
-    msg = messages(mid) if isinstance(mid, str) and mid else None
-    text = msg.text if msg is not None else ""
-    return text or _str(event.payload.get("text"))
 
 
 def _set(m: FrozenMap, **kw: Any) -> FrozenMap:
@@ -155,15 +154,7 @@ def _session_started(state: AgentState, eid: str, event: Event, messages) -> Age
     return out
 
 
-@folds("UserPromptSubmitted")
-def _user_prompt(state: AgentState, eid: str, event: Event, messages) -> AgentState:
-    text = _cut(_prompt_text(event, messages).strip())
-    if not text:
-        return state
-    goal = _set(state.goal, current_task=text)
-    if not state.goal["user_goal"]:
-        goal = _set(goal, user_goal=text)
-    return evolve(state, goal=goal)
+folds("UserPromptSubmitted")(prompt_fold)  # goal and current task without markup
 
 
 @folds("StateUpdated")
@@ -323,11 +314,7 @@ def _tool_finished(state: AgentState, eid: str, event: Event, messages) -> Agent
     pending, name = _close_call(state, tcid)
     name = _str(event.payload.get("name")) or name
     tc = _set(state.tool_calls, pending=pending, completed=state.tool_calls["completed"] + 1)
-    errors = state.errors
-    if name and any(e["name"] == name and not e["retried"] for e in errors):
-        errors = tuple(_set(e, retried=True) if e["name"] == name and not e["retried"] else e
-                       for e in errors)
-    state = evolve(state, tool_calls=tc, errors=errors)
+    state = evolve(state, tool_calls=tc)  # errors it retries: state/effects.py
     return _note_artifact(state, event, _str(event.payload.get("preview")))
 
 

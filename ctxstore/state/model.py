@@ -16,7 +16,7 @@ from typing import Any
 from ..objects.frozen import EMPTY, FrozenMap, freeze, thaw
 
 #: Bumped when the shape of `to_dict()` changes; a snapshot of another format is not reused.
-STATE_FORMAT = 1
+STATE_FORMAT = 2
 
 PLAN_STATUSES = ("planning", "executing", "blocked", "verifying", "done")
 
@@ -46,6 +46,10 @@ class AgentState:
     - validations: ({check, result, event, evidence_refs}, ...)
     - open_questions: (str, ...)
     - last_compaction: compaction id (or the CompactionCompleted event id)
+    - title: the newest title the harness recorded (Claude Code summary / custom-title /
+      ai-title, Codex thread name, pi session_info name), "" if none
+    - tool_effects: {tool_call_id: {name, effects}} for calls still waiting for their result
+      whose effects (state/tools.py) apply only once the result says they succeeded
     """
 
     session: str = ""
@@ -63,6 +67,8 @@ class AgentState:
     validations: tuple = ()
     open_questions: tuple = ()
     last_compaction: str = ""
+    title: str = ""
+    tool_effects: FrozenMap = EMPTY
 
     def __post_init__(self):
         for f in fields(self):
