@@ -9,6 +9,7 @@ import click
 from ctxstore.porcelain import sessions as ps
 from ctxstore.porcelain.history import status as status_of
 from ctxstore.porcelain.inputs import open_input
+from ctxstore.porcelain.listing import filter_entries, session_entries
 from ctxstore.refs import DEFAULT_BRANCH, branch_ref
 
 from .main import cli
@@ -31,20 +32,53 @@ def new_cmd(state, title: str, goal: str, as_json: bool) -> None:
 
 
 @cli.command("sessions")
-@click.option("--json", "as_json", is_flag=True, help="An array of sessions as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="An array of sessions as JSON (tree order; parent, children and depth say "
+                   "where each sits).")
+@click.option("--cwd", "cwd", default=None, metavar="PATH",
+              help="Only sessions whose working directory is PATH or below it.")
+@click.option("--format", "fmt", default=None, metavar="FORMAT",
+              help="Only sessions imported from FORMAT (claude-code, codex, pi) or `native`.")
+@click.option("--grep", "pattern", default=None, metavar="REGEX",
+              help="Only sessions whose title, goal, id or cwd matches REGEX (case-insensitive).")
+@click.option("--since", default=None, metavar="WHEN",
+              help="Only sessions active since WHEN: a date, a time or an age (3d, 12h, 2w).")
 @click.pass_obj
-def sessions_cmd(state, as_json: bool) -> None:
-    """List sessions: id, title, branches, event count, last activity (newest first)."""
-    infos = ps.list_sessions(state.repo)
+def sessions_cmd(state, as_json: bool, cwd: str | None, fmt: str | None, pattern: str | None,
+                 since: str | None) -> None:
+    """List sessions, newest first, subagents under the session that spawned them.
+
+    Each line shows the session id, where it came from (claude-code, codex, pi, or native),
+    its event count, its last activity, its title and its working directory. The title is the
+    newest one the harness recorded, else the first real request (no slash commands, no
+    harness markup).
+
+    \b
+    Examples:
+      ctx sessions
+      ctx sessions --format claude-code --since 3d
+      ctx sessions --cwd ~/src/project --grep 'parser|lexer'
+      ctx sessions --json | jq '.[] | select(.depth == 0) | .title'
+    """
+    entries = filter_entries(session_entries(state.repo), cwd=cwd, format=fmt, grep=pattern,
+                             since=since)
     if as_json:
-        emit_json([i.to_dict() for i in infos])
+        emit_json([e.to_dict() for e in entries])
+        return
+    if not entries:
+        click.echo("No sessions match." if any((cwd, fmt, pattern, since)) else
+                   "No sessions yet: `ctx new --title ...` starts one, `ctx import PATH` "
+                   "brings transcripts in.")
         return
     current = state.repo.current().session
-    for i in infos:
-        mark = "*" if i.id == current else " "
-        click.echo(f"{mark} {style(short(i.id), fg='yellow')}  {i.events:>6} events  "
-                   f"{len(i.branches)} branch{'es' if len(i.branches) != 1 else ''}  "
-                   f"{i.last_activity}  {i.title}")
+    for e in entries:
+        mark = "*" if e.id == current else " "
+        indent = "  " * e.depth + ("└ " if e.depth else "")
+        kind = f"{e.kind}: " if e.kind in ("subagent", "fork") else ""
+        where = f"  {style(e.cwd, dim=True)}" if e.cwd else ""
+        click.echo(f"{mark} {style(short(e.id), fg='yellow')}  {e.format:<11} {e.events:>6} events  "
+                   f"{e.last_activity[:16].replace('T', ' ')}  {indent}{kind}"
+                   f"{e.title or style('(untitled)', dim=True)}{where}")
 
 
 @cli.command("append")

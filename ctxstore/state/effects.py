@@ -10,8 +10,8 @@ the counters) and only touch the sections they own:
 - ToolCallFinished / ToolCallFailed: the harness's rule reads the result ("ok", "error",
   "denied"). Only "ok" applies the waiting file effects (read → files.read, modify →
   files.modified with a change summary and the call's message as diff ref). A failure
-  becomes an error entry (a denial says so); a later successful call of the same tool on the
-  same file marks earlier errors of it as retried.
+  becomes an error entry (kind "error" or "denied"); a later successful call of the same tool
+  on the same target (its files, else its command) marks the error retried.
 - UserPromptSubmitted: goal and current task from the request with harness markup removed
   (state/prompts.py); slash commands become the current task, never the goal.
 - Title records of the harnesses set `title` (newest wins).
@@ -152,9 +152,12 @@ def _requested(state: AgentState, eid: str, event: Event, messages) -> AgentStat
             out = _apply_plan(out, e)
     # every open call is kept: its result needs the name, the harness and the waiting effects
     ref = event.causality.get("message_id", "")
-    entry = {"name": name, "harness": harness, "event": eid,
-             "effects": [e.to_dict() for e in effects if e.kind in ("read", "modify")],
-             **({"ref": ref} if isinstance(ref, str) and ref else {})}
+    files = [e.to_dict() for e in effects if e.kind in ("read", "modify")]
+    # what a retry must aim at: the same files, else the same command
+    targets = [e["path"] for e in files if e.get("path")] or \
+        [e.summary for e in effects if e.kind == "exec" and e.summary][:1]
+    entry = {"name": name, "harness": harness, "event": eid, "effects": files,
+             "targets": targets, **({"ref": ref} if isinstance(ref, str) and ref else {})}
     return evolve(out, tool_effects=FrozenMap({**out.tool_effects, tcid: freeze(entry)}))
 
 
@@ -221,12 +224,12 @@ def _finished(state: AgentState, eid: str, event: Event, messages) -> AgentState
     if waiting is not None:
         out = evolve(out, tool_effects=FrozenMap({k: v for k, v in out.tool_effects.items()
                                                   if k != tcid}))
-    paths = tuple(e.get("path", "") for e in waiting["effects"]) if waiting else ()
+    targets = tuple(waiting.get("targets", ())) if waiting else ()
     if outcome == OK:
         if waiting is not None:
             out = _apply_files(out, eid, waiting)
-        return _mark_retried(out, name, paths)
-    return _note_failure(out, eid, event, tcid, name, text, outcome, failed, paths)
+        return _mark_retried(out, name, targets)
+    return _note_failure(out, eid, event, tcid, name, text, outcome, failed, targets)
 
 
 def _apply_files(state: AgentState, eid: str, waiting: Mapping) -> AgentState:
@@ -253,15 +256,16 @@ def _upsert(items: tuple, entry: dict) -> tuple:
     return tuple(it for it in items if it["path"] != entry["path"]) + (FrozenMap(entry),)
 
 
-def _mark_retried(state: AgentState, name: str, paths: tuple) -> AgentState:
-    """Earlier failures of this tool (on the same file, when the call names files) are retried."""
+def _mark_retried(state: AgentState, name: str, targets: tuple) -> AgentState:
+    """Earlier failures of this tool on the same target (files, else command; any call of
+    the tool when either names none) were retried by this successful call."""
     if not name or not state.errors:
         return state
 
     def same(e) -> bool:
         if e["name"] != name or e["retried"]:
             return False
-        return not paths or not e.get("paths") or bool(set(paths) & set(e["paths"]))
+        return not targets or not e.get("targets") or bool(set(targets) & set(e["targets"]))
 
     if not any(same(e) for e in state.errors):
         return state
@@ -270,18 +274,18 @@ def _mark_retried(state: AgentState, name: str, paths: tuple) -> AgentState:
 
 
 def _note_failure(state: AgentState, eid: str, event: Event, tcid: str, name: str, text: str,
-                  outcome: str, failed: bool, paths: tuple) -> AgentState:
+                  outcome: str, failed: bool, targets: tuple) -> AgentState:
     """A failed call is an error entry (the Failed fold wrote one; this one enriches it)."""
     error = ("user denied: " if outcome == DENIED else "") + _cut(" ".join(text.split()), 1000)
     errors = state.errors
     if failed and errors and errors[-1]["event"] == eid:
         last = errors[-1]
         errors = errors[:-1] + (_set(last, kind=outcome, error=error,
-                                     **({"paths": paths} if paths else {})),)
+                                     **({"targets": targets} if targets else {})),)
     else:
         entry = {"tool_call_id": tcid, "name": name, "error": error, "event": eid,
                  "retried": False, "kind": outcome}
-        if paths:
-            entry["paths"] = paths
+        if targets:
+            entry["targets"] = targets
         errors = errors + (freeze(entry),)
     return evolve(state, errors=errors)

@@ -73,7 +73,8 @@ def default_outcome(text: str, is_error: bool) -> str:
     return DENIED if is_denial(text) else ERROR
 
 
-_DENIAL = re.compile(r"doesn't want to proceed with this tool use|tool use was rejected|"
+_DENIAL = re.compile(r"doesn't want to (?:proceed with this tool use|take this action)|"
+                     r"tool use was rejected|"
                      r"permission (?:to use \S+ )?(?:was |has been )?denied|user denied",
                      re.IGNORECASE)
 

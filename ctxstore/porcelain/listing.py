@@ -1,0 +1,163 @@
+"""`ctx sessions`: every session with its title, source format, cwd and subagent tree.
+
+A session's title is the newest one its harness recorded (Claude Code summary / custom-title /
+ai-title records, the Codex thread name, pi's session_info name: `AgentState.title`), else the
+title it was created with (the first real request of an imported transcript, `ctx new
+--title`), else the first line of its goal. The state is projected at the tip of `main`
+(snapshots make a second listing cheap). Subagent and fork sessions are listed under the
+session that spawned them.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import InvalidInput
+from ..manager import ContextManager
+from ..repo import Repository, iter_session_refs
+from ..state.prompts import title_of
+
+NATIVE = "native"  # sessions written through ctx itself, not imported
+
+
+@dataclass
+class SessionEntry:
+    id: str
+    title: str
+    format: str
+    cwd: str
+    kind: str
+    created: str
+    last_activity: str
+    events: int
+    branches: dict[str, str]
+    parent: str = ""
+    spawn_event: str = ""
+    goal: str = ""
+    children: list[str] = field(default_factory=list)
+    depth: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "format": self.format, "cwd": self.cwd,
+                "kind": self.kind, "created": self.created, "last_activity": self.last_activity,
+                "events": self.events, "branches": self.branches, "parent": self.parent,
+                "spawn_event": self.spawn_event, "children": list(self.children),
+                "depth": self.depth}
+
+
+def _title(cm: ContextManager | None, session_title: str) -> tuple[str, str]:
+    """(title, goal) of a session from its projected state."""
+    if cm is None:
+        return session_title, ""
+    state = cm.project_state()
+    goal = state.goal["user_goal"]
+    return state.title or session_title or title_of(goal), goal
+
+
+def session_entries(repo: Repository) -> list[SessionEntry]:
+    """Every session with a branch, in tree order: roots newest first, each followed by the
+    sessions it spawned (oldest first), depth-first."""
+    by_session: dict[str, dict[str, str]] = {}
+    for sid, branch, tip in iter_session_refs(repo):
+        by_session.setdefault(sid, {})[branch] = tip
+    entries: dict[str, SessionEntry] = {}
+    for sid, branches in by_session.items():
+        sess = repo.session(sid)
+        tips = [repo.graph.event(t) for t in branches.values()]
+        branch = "main" if "main" in branches else min(branches)
+        cm = ContextManager(repo, sid, branch)
+        title, goal = _title(cm, sess.title)
+        fmt = sess.origin.get("format") if isinstance(sess.origin.get("format"), str) else ""
+        entries[sid] = SessionEntry(sid, title, fmt or NATIVE, sess.cwd, sess.kind, sess.created,
+                                    max(e.ts for e in tips), max(e.generation for e in tips),
+                                    branches, sess.parent_session, sess.spawn_event, goal)
+    for e in entries.values():
+        if e.parent in entries:
+            entries[e.parent].children.append(e.id)
+    for e in entries.values():
+        e.children.sort(key=lambda c: (entries[c].created, c))
+    roots = sorted((e for e in entries.values() if e.parent not in entries),
+                   key=lambda e: e.last_activity, reverse=True)
+    out: list[SessionEntry] = []
+
+    def visit(e: SessionEntry, depth: int) -> None:
+        e.depth = depth
+        out.append(e)
+        for c in e.children:
+            visit(entries[c], depth + 1)
+
+    for r in roots:
+        visit(r, 0)
+    return out
+
+
+# -- filters ----------------------------------------------------------------------------------
+
+_RELATIVE = re.compile(r"^\s*(\d+)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)(?:\s+ago)?\s*$",
+                       re.IGNORECASE)
+
+
+def parse_since(text: str, now: datetime | None = None) -> str:
+    """An ISO-8601 UTC timestamp from `2026-12-01`, `2026-12-01T10:00`, `3d`, `12h`, `2 weeks
+    ago`; InvalidInput naming the accepted forms otherwise."""
+    now = now or datetime.now(UTC)
+    m = _RELATIVE.match(text)
+    if m:
+        n, unit = int(m.group(1)), m.group(2)[0].lower()
+        delta = {"m": timedelta(minutes=n), "h": timedelta(hours=n), "d": timedelta(days=n),
+                 "w": timedelta(weeks=n)}[unit]
+        return (now - delta).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"--since {text!r}: give a date (2026-12-01), a time "
+                           f"(2026-12-01T10:00) or an age (30m, 12h, 3d, 2w)") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _under(path: str, root: str) -> bool:
+    if not path:
+        return False
+    path, root = posixpath.normpath(path), posixpath.normpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def filter_entries(entries: list[SessionEntry], *, cwd: str | None = None,
+                   format: str | None = None, grep: str | None = None,
+                   since: str | None = None) -> list[SessionEntry]:
+    """The entries that match every filter given, in the same order; an entry whose parent
+    is filtered out moves to the top level of the tree."""
+    pattern = None
+    if grep:
+        try:
+            pattern = re.compile(grep, re.IGNORECASE)
+        except re.error as exc:
+            raise InvalidInput(f"--grep {grep!r} is not a valid regular expression: {exc}") from None
+    root = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
+    since_ts = parse_since(since) if since else None
+
+    def ok(e: SessionEntry) -> bool:
+        if root is not None and not _under(e.cwd, root):
+            return False
+        if format and e.format != format:
+            return False
+        if since_ts and e.last_activity < since_ts:
+            return False
+        if pattern is not None and not any(pattern.search(x) for x in (e.title, e.goal, e.id, e.cwd)):
+            return False
+        return True
+
+    kept = [e for e in entries if ok(e)]
+    ids = {e.id for e in kept}
+    depth: dict[str, int] = {}
+    for e in kept:
+        depth[e.id] = depth[e.parent] + 1 if e.parent in ids else 0
+        e.depth = depth[e.id]
+    return kept
