@@ -147,15 +147,30 @@ def trace_cmd(state, rev, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def stats_cmd(state, rev, as_json) -> None:
-    """Tokens, compaction, tool and context-build counters along REV's history."""
+    """Tokens, compaction, tool and context-build counters along REV's history.
+
+    Input tokens are everything the provider processed, cache reads and cache writes
+    included (also shown apart); a response the transcript repeats counts once; a harness's
+    running total (Codex) counts as its newest value. `--json` adds `by_model`.
+
+    \b
+    Examples:
+      ctx stats
+      ctx stats SESSION/main --json | jq .token_usage
+    """
     s = pc.stats(state.repo, rev)
     if as_json:
         emit_json(s)
         return
     click.echo(f"Events: {s['events']}")
     tu, tools, comp = s["token_usage"], s["tools"], s["compression"]
-    click.echo(f"Tokens: {tu['input_tokens']:,} in, {tu['output_tokens']:,} out; "
-               f"last context {tu['context_used_tokens']:,} of {tu['context_window_tokens']:,}")
+    click.echo(f"Tokens: {tu['input_tokens']:,} in ({tu['cache_read_tokens']:,} cache read, "
+               f"{tu['cache_write_tokens']:,} cache write), {tu['output_tokens']:,} out"
+               + (f", ${tu['cost_usd']:.4f}" if tu.get("cost_usd") is not None else "")
+               + f"; last context {tu['context_used_tokens']:,} of {tu['context_window_tokens']:,}")
+    for model, m in tu["by_model"].items():
+        click.echo(f"  {model:<28} {m['input_tokens']:>12,} in {m['output_tokens']:>10,} out"
+                   + (f"  ${m['cost_usd']:.4f}" if m.get("cost_usd") is not None else ""))
     click.echo(f"Tools: {tools['tool_call_count']} calls, {tools['failed_tool_call_count']} failed, "
                f"{tools['approval_requested_count']} approvals asked, {tools['approval_denied_count']} denied")
     click.echo(f"Compactions: {comp['compaction_count']}"

@@ -9,7 +9,7 @@ import click
 from ctxstore.porcelain import sessions as ps
 from ctxstore.porcelain.history import status as status_of
 from ctxstore.porcelain.inputs import open_input
-from ctxstore.porcelain.listing import filter_entries, session_entries
+from ctxstore.porcelain.listing import filter_entries, session_entries, session_filter
 from ctxstore.refs import DEFAULT_BRANCH, branch_ref
 
 from .main import cli
@@ -60,8 +60,8 @@ def sessions_cmd(state, as_json: bool, cwd: str | None, fmt: str | None, pattern
       ctx sessions --cwd ~/src/project --grep 'parser|lexer'
       ctx sessions --json | jq '.[] | select(.depth == 0) | .title'
     """
-    entries = filter_entries(session_entries(state.repo), cwd=cwd, format=fmt, grep=pattern,
-                             since=since)
+    keep = session_filter(cwd=cwd, format=fmt, grep=pattern, since=since)
+    entries = filter_entries(session_entries(state.repo), keep)
     if as_json:
         emit_json([e.to_dict() for e in entries])
         return

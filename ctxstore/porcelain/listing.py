@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -129,11 +130,11 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def filter_entries(entries: list[SessionEntry], *, cwd: str | None = None,
-                   format: str | None = None, grep: str | None = None,
-                   since: str | None = None) -> list[SessionEntry]:
-    """The entries that match every filter given, in the same order; an entry whose parent
-    is filtered out moves to the top level of the tree."""
+def session_filter(*, cwd: str | None = None, format: str | None = None,
+                   grep: str | None = None, since: str | None = None
+                   ) -> Callable[[SessionEntry], bool]:
+    """A predicate for the filters given (all must hold), checked before any session is read:
+    a bad --grep or --since fails at once with InvalidInput."""
     pattern = None
     if grep:
         try:
@@ -143,18 +144,23 @@ def filter_entries(entries: list[SessionEntry], *, cwd: str | None = None,
     root = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
     since_ts = parse_since(since) if since else None
 
-    def ok(e: SessionEntry) -> bool:
+    def keep(e: SessionEntry) -> bool:
         if root is not None and not _under(e.cwd, root):
             return False
         if format and e.format != format:
             return False
         if since_ts and e.last_activity < since_ts:
             return False
-        if pattern is not None and not any(pattern.search(x) for x in (e.title, e.goal, e.id, e.cwd)):
-            return False
-        return True
+        return pattern is None or any(pattern.search(x) for x in (e.title, e.goal, e.id, e.cwd))
 
-    kept = [e for e in entries if ok(e)]
+    return keep
+
+
+def filter_entries(entries: list[SessionEntry], keep: Callable[[SessionEntry], bool]
+                   ) -> list[SessionEntry]:
+    """The entries KEEP accepts, in the same order; an entry whose parent is filtered out moves
+    to the top level of the tree."""
+    kept = [e for e in entries if keep(e)]
     ids = {e.id for e in kept}
     depth: dict[str, int] = {}
     for e in kept:
