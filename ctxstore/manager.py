@@ -139,8 +139,13 @@ class ContextManager:
                                    ts=ts)
 
     def add_assistant_message(self, text: str = "", *, tool_calls: Sequence[Mapping] = (),
-                              thinking: str = "", model: str = "", ts: str | None = None) -> str:
-        """The model's reply; each tool call also becomes a ToolCallRequested event."""
+                              thinking: str = "", model: str = "", harness: str = "",
+                              ts: str | None = None) -> str:
+        """The model's reply; each tool call also becomes a ToolCallRequested event.
+
+        What a call does to the state (files read or modified, plan) comes from the tool
+        registry (ctxstore.state.tools); `harness` names whose description of a tool name
+        applies when several harnesses describe one (default: the first registered)."""
         blocks: list = []
         if thinking:
             blocks.append(ThinkingBlock(thinking))
@@ -148,7 +153,8 @@ class ContextManager:
             blocks.append(TextBlock(text))
         for tc in tool_calls:
             blocks.append(ToolCallBlock(tc["id"], tc["name"], tc.get("args", {})))
-        msg = Message("assistant", tuple(blocks), provenance={"source": "model"},
+        msg = Message("assistant", tuple(blocks),
+                      provenance={"source": "model", **({"harness": harness} if harness else {})},
                       meta={"model": model} if model else {})
         mid = self.store.store.put_object(msg)
         with self.store.transaction(self.ref, message="model response") as tx:
@@ -163,9 +169,10 @@ class ContextManager:
         return eid
 
     def record_tool_call(self, tool_call_id: str, name: str, args: Mapping | None = None,
-                         ts: str | None = None) -> str:
+                         ts: str | None = None, *, harness: str = "") -> str:
         return self.add_assistant_message(tool_calls=[{"id": tool_call_id, "name": name,
-                                                       "args": dict(args or {})}], ts=ts)
+                                                       "args": dict(args or {})}],
+                                          harness=harness, ts=ts)
 
     def add_artifact(self, data: bytes | str, kind: str = "tool_output", uri: str = "",
                      summary: str = "", media_type: str = "text/plain",

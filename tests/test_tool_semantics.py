@@ -181,3 +181,19 @@ def test_effects_are_plain_data():
     (e,) = patch_files(PATCH)[:1]
     assert json.loads(json.dumps(e.to_dict())) == {"kind": "modify", "path": "src/app.py",
                                                    "summary": "update: +2 -1 lines", "op": "update"}
+
+
+def test_the_managers_calls_use_their_harness_description():
+    from ctxstore import ContextManager
+    from ctxstore.repo import Repository
+
+    register_tool("myharness", "read", lambda a: (Effect("read", "own:" + a["path"]),))
+    try:
+        cm = ContextManager.start(Repository.memory())
+        cm.record_tool_call("c1", "read", {"path": "a.txt"}, harness="myharness")
+        cm.record_tool_result("c1", "text")
+        cm.record_tool_call("c2", "read", {"path": "b.txt"})  # no harness: the first described
+        cm.record_tool_result("c2", "text")
+        assert cm.project_state().read_paths == ("own:a.txt", "b.txt")
+    finally:
+        unregister_tool("myharness", "read")

@@ -27,7 +27,7 @@ from ..objects.frozen import EMPTY, FrozenMap, freeze
 from ..objects.message import ToolCallBlock, ToolResultBlock
 from .model import AgentState, evolve
 from .prompts import COMMAND, PROMPT, classify_prompt
-from .tools import DENIED, OK, Effect, call_effects, default_outcome, tool_spec
+from .tools import DENIED, OK, Effect, call_effects, default_outcome, is_ambiguous, tool_spec
 
 HookFn = Callable[[AgentState, str, Event, Any], AgentState]
 
@@ -73,7 +73,11 @@ def _message(messages, event: Event):
 
 
 def _harness(msg) -> str:
-    src = msg.provenance.get("source") if msg is not None else ""
+    """The harness a call came from: its message's `provenance.harness` (ContextManager), or
+    the importer's format in `provenance.source`."""
+    if msg is None:
+        return ""
+    src = msg.provenance.get("harness") or msg.provenance.get("source")
     return src if isinstance(src, str) else ""
 
 
@@ -124,7 +128,7 @@ def _full_args(event: Event, messages) -> tuple[Any, str]:
     """The call's whole arguments (from its message when the preview was cut) and harness."""
     args = event.payload.get("args", EMPTY)
     msg = None
-    if event.payload.get("args_truncated") or tool_spec(_str(event.payload.get("name"))) is None:
+    if event.payload.get("args_truncated") or is_ambiguous(_str(event.payload.get("name"))):
         msg = _message(messages, event)
     if msg is not None and event.payload.get("args_truncated"):
         tcid = _tcid(event)

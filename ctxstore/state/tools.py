@@ -131,6 +131,12 @@ def tool_spec(name: str, harness: str = "") -> ToolSpec | None:
     return specs[0] if specs else None
 
 
+def is_ambiguous(name: str) -> bool:
+    """Whether more than one harness describes a tool of this name (the call's harness then
+    decides, read from its message's provenance)."""
+    return len(_BY_NAME.get(name, ())) > 1
+
+
 def registered_tools() -> list[tuple[str, str]]:
     return sorted(_REGISTRY)
 
