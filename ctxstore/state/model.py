@@ -38,10 +38,11 @@ class AgentState:
     - constraints: {hard, soft, preferences}  (tuples of str, insertion order)
     - facts: ({content, confidence, source_refs}, ...)
     - decisions: ({decision, rationale, evidence_refs}, ...)
-    - files: {read: ({path, event}, ...), modified: ({path, change_summary, event}, ...)}
-      one entry per path, most recently touched last
+    - files: {read: ({path, event}, ...), modified: ({path, change_summary, event, tool?,
+      op?, diff_ref?}, ...)} one entry per path, most recently touched last
     - artifacts: ({artifact_id, kind, uri, summary}, ...)
-    - errors: ({tool_call_id, name, error, event, retried}, ...)
+    - errors: ({tool_call_id, name, error, event, retried, kind?, targets?}, ...); kind is
+      "error" or "denied" (the user refused), targets the call's files or command
     - tool_calls: {pending: {tool_call_id: {name, args, event, status}}, completed, failed}
     - validations: ({check, result, event, evidence_refs}, ...)
     - open_questions: (str, ...)
