@@ -28,6 +28,8 @@ def state_cmd(state, rev: str | None, as_json: bool) -> None:
         emit_json(d)
         return
     g = d["goal"]
+    if d.get("title"):
+        click.echo(style("Title: ", bold=True) + d["title"])
     click.echo(style("Goal: ", bold=True) + (g["user_goal"] or "(none)"))
     click.echo(style("Current task: ", bold=True) + (g["current_task"] or "(none)"))
     plan = d["plan"]
@@ -48,6 +50,9 @@ def state_cmd(state, rev: str | None, as_json: bool) -> None:
     for e in d["errors"]:
         click.echo(style("Error: ", fg="red") + f"{e.get('name', '')} {e.get('error', '')[:100]}"
                    + (" (retried)" if e.get("retried") else ""))
+    for a in d.get("subagents", ()):
+        click.echo(style("Subagent: ", bold=True) + f"{a['name']} {a['description'][:80]} "
+                   f"({a['status']})")
     pending = d["tool_calls"]["pending"]
     if pending:
         click.echo(style("Pending tool calls: ", bold=True) + ", ".join(pending))

@@ -176,3 +176,16 @@ def test_goal_and_task_skip_markup_through_the_manager():
     cm.add_user_message("<local-command-stdout>done</local-command-stdout>")
     st = cm.project_state()
     assert st.goal["user_goal"] == "Add a CLI flag" and st.goal["current_task"] == "Add a CLI flag"
+
+
+def test_subagent_spawns_are_listed_with_their_outcome():
+    cm = ContextManager.start(Repository.memory())
+    cm.add_assistant_message(tool_calls=[
+        {"id": "t1", "name": "Task", "args": {"description": "Research X", "prompt": "go"}},
+        {"id": "t2", "name": "spawn_agent", "args": {"message": "review it"}}])
+    cm.record_tool_result("t1", "done")
+    st = cm.project_state()
+    assert [(a["name"], a["description"], a["status"]) for a in st.subagents] == [
+        ("Task", "Research X", "done"), ("spawn_agent", "review it", "running")]
+    cm.record_tool_result("t2", "boom", is_error=True)
+    assert cm.project_state().subagents[1]["status"] == "error"

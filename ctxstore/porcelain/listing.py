@@ -4,7 +4,7 @@ A session's title is the newest one its harness recorded (Claude Code summary / 
 ai-title records, the Codex thread name, pi's session_info name: `AgentState.title`), else the
 title it was created with (the first real request of an imported transcript, `ctx new
 --title`), else the first line of its goal. The state is projected at the tip of `main`
-(snapshots make a second listing cheap). Subagent and fork sessions are listed under the
+(snapshots make a second listing cheap; no tokenizer is loaded). Subagent and fork sessions are listed under the
 session that spawned them.
 """
 
@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..errors import InvalidInput
-from ..manager import ContextManager
 from ..repo import Repository, iter_session_refs
+from ..state.projector import Projector
 from ..state.prompts import title_of
 
 NATIVE = "native"  # sessions written through ctx itself, not imported
@@ -51,11 +51,9 @@ class SessionEntry:
                 "depth": self.depth}
 
 
-def _title(cm: ContextManager | None, session_title: str) -> tuple[str, str]:
-    """(title, goal) of a session from its projected state."""
-    if cm is None:
-        return session_title, ""
-    state = cm.project_state()
+def _title(projector: Projector, tip: str, session_title: str) -> tuple[str, str]:
+    """(title, goal) of a session from the state projected at TIP."""
+    state = projector.project(tip)
     goal = state.goal["user_goal"]
     return state.title or session_title or title_of(goal), goal
 
@@ -67,12 +65,12 @@ def session_entries(repo: Repository) -> list[SessionEntry]:
     for sid, branch, tip in iter_session_refs(repo):
         by_session.setdefault(sid, {})[branch] = tip
     entries: dict[str, SessionEntry] = {}
+    projector = Projector(repo)
     for sid, branches in by_session.items():
         sess = repo.session(sid)
         tips = [repo.graph.event(t) for t in branches.values()]
         branch = "main" if "main" in branches else min(branches)
-        cm = ContextManager(repo, sid, branch)
-        title, goal = _title(cm, sess.title)
+        title, goal = _title(projector, branches[branch], sess.title)
         fmt = sess.origin.get("format") if isinstance(sess.origin.get("format"), str) else ""
         entries[sid] = SessionEntry(sid, title, fmt or NATIVE, sess.cwd, sess.kind, sess.created,
                                     max(e.ts for e in tips), max(e.generation for e in tips),

@@ -13,7 +13,7 @@ from .model import AgentState
 
 #: Sections compared, in the order they are reported.
 DIFF_SECTIONS = ("goal", "plan", "constraints", "open_questions", "facts", "decisions", "files",
-                 "errors", "validations", "artifacts")
+                 "errors", "validations", "artifacts", "subagents")
 
 
 def _fields_diff(a: dict, b: dict) -> dict[str, Any]:

@@ -154,6 +154,10 @@ def _requested(state: AgentState, eid: str, event: Event, messages) -> AgentStat
     for e in effects:
         if e.kind in ("plan", "plan_add", "plan_status", "plan_text"):
             out = _apply_plan(out, e)
+        elif e.kind == "spawn":
+            out = evolve(out, subagents=out.subagents + (freeze({
+                "tool_call_id": tcid, "name": name, "description": e.summary,
+                "status": "running", "event": eid}),))
     # every open call is kept: its result needs the name, the harness and the waiting effects
     ref = event.causality.get("message_id", "")
     files = [e.to_dict() for e in effects if e.kind in ("read", "modify")]
@@ -229,6 +233,10 @@ def _finished(state: AgentState, eid: str, event: Event, messages) -> AgentState
         out = evolve(out, tool_effects=FrozenMap({k: v for k, v in out.tool_effects.items()
                                                   if k != tcid}))
     targets = tuple(waiting.get("targets", ())) if waiting else ()
+    if any(a["tool_call_id"] == tcid for a in out.subagents):
+        status = "done" if outcome == OK else outcome
+        out = evolve(out, subagents=tuple(_set(a, status=status) if a["tool_call_id"] == tcid
+                                          else a for a in out.subagents))
     if outcome == OK:
         if waiting is not None:
             out = _apply_files(out, eid, waiting)

@@ -49,6 +49,8 @@ class AgentState:
     - last_compaction: compaction id (or the CompactionCompleted event id)
     - title: the newest title the harness recorded (Claude Code summary / custom-title /
       ai-title, Codex thread name, pi session_info name), "" if none
+    - subagents: ({tool_call_id, name, description, status, event}, ...) one per spawning call
+      (Task/Agent, spawn_agent); status running, then done / error / denied with its result
     - tool_effects: {tool_call_id: {name, effects}} for calls still waiting for their result
       whose effects (state/tools.py) apply only once the result says they succeeded
     """
@@ -69,6 +71,7 @@ class AgentState:
     open_questions: tuple = ()
     last_compaction: str = ""
     title: str = ""
+    subagents: tuple = ()
     tool_effects: FrozenMap = EMPTY
 
     def __post_init__(self):
