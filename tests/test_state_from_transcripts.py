@@ -189,3 +189,15 @@ def test_subagent_spawns_are_listed_with_their_outcome():
         ("Task", "Research X", "done"), ("spawn_agent", "review it", "running")]
     cm.record_tool_result("t2", "boom", is_error=True)
     assert cm.project_state().subagents[1]["status"] == "error"
+
+
+def test_a_failed_plan_call_leaves_the_plan_it_would_have_replaced():
+    cm = ContextManager.start(Repository.memory())
+    todo = [{"content": "one", "status": "in_progress", "activeForm": "One"}]
+    cm.record_tool_call("p1", "TodoWrite", {"todos": todo})
+    cm.record_tool_result("p1", "Todos have been modified successfully.")
+    cm.record_tool_call("p2", "TodoWrite", {"todos": [{"content": "bad"}] * 2})
+    assert [s["text"] for s in cm.project_state().plan["steps"]] == ["bad", "bad"]  # no result yet
+    cm.record_tool_result("p2", "<tool_use_error>InputValidationError</tool_use_error>", is_error=True)
+    st = cm.project_state()
+    assert [s["text"] for s in st.plan["steps"]] == ["one"] and st.plan["current_step_id"] == "1"

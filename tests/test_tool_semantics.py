@@ -145,8 +145,15 @@ def test_outcomes():
     assert exit_code("no code here") is None
     assert command_outcome('{"output":"x","metadata":{"exit_code":0}}', False) == OK
     assert command_outcome('{"output":"","metadata":{"exit_code":1}}', False) == ERROR
-    assert command_outcome("apply_patch verification failed: no such file", False) == ERROR
     assert command_outcome("Success. Updated the following files:\nM a.py", False) == OK
+    patch = ({"kind": "modify", "path": "a.py"},)
+    assert command_outcome("Success. Updated the following files:\nM a.py", False, patch) == OK
+    assert command_outcome('{"output":"Success. Updated the following files:\\nM a.py\\n"}',
+                           False, patch) == OK
+    assert command_outcome("Failed to find expected lines in a.py", False, patch) == ERROR
+    assert command_outcome("apply_patch verification failed: no such file", False, patch) == ERROR
+    assert command_outcome("Failed to find expected lines in a.py", False) == OK  # not a patch
+    assert command_outcome('{"output":"x\\nExit code: 3"}', False) == ERROR
 
 
 def test_every_named_tool_is_registered():

@@ -5,8 +5,9 @@ the counters) and only touch the sections they own:
 
 - ToolCallRequested: the call's effects are worked out from its full arguments (the message
   holding the call is read when the event's args preview was cut). A plan effect applies at
-  once — the plan is what the model declared, whatever the call returns; file effects wait in
-  `tool_effects` for the result.
+  once — the plan is what the model declared, also while its result is outstanding — and is
+  undone if the result says the call failed (unless a newer plan replaced it); file effects
+  wait in `tool_effects` for the result.
 - ToolCallFinished / ToolCallFailed: the harness's rule reads the result ("ok", "error",
   "denied"). Only "ok" applies the waiting file effects (read → files.read, modify →
   files.modified with a change summary and the call's message as diff ref). A failure
@@ -166,6 +167,8 @@ def _requested(state: AgentState, eid: str, event: Event, messages) -> AgentStat
         [e.summary for e in effects if e.kind == "exec" and e.summary][:1]
     entry = {"name": name, "harness": harness, "event": eid, "effects": files,
              "targets": targets, **({"ref": ref} if isinstance(ref, str) and ref else {})}
+    if out.plan != state.plan:  # a failed plan call leaves the plan it replaced
+        entry["plan_before"], entry["plan_after"] = state.plan, out.plan
     return evolve(out, tool_effects=FrozenMap({**out.tool_effects, tcid: freeze(entry)}))
 
 
@@ -227,7 +230,10 @@ def _finished(state: AgentState, eid: str, event: Event, messages) -> AgentState
     spec = tool_spec(name, waiting["harness"] if waiting else "") if name else None
     failed = event.type == "ToolCallFailed"
     text = _result_text(event, messages, spec)
-    outcome = (spec.outcome if spec is not None else default_outcome)(text, failed)
+    if spec is not None and spec.reads_result:
+        outcome = spec.outcome(text, failed, effects=tuple(waiting["effects"]) if waiting else ())
+    else:
+        outcome = (spec.outcome if spec is not None else default_outcome)(text, failed)
     out = state
     if waiting is not None:
         out = evolve(out, tool_effects=FrozenMap({k: v for k, v in out.tool_effects.items()
@@ -241,6 +247,8 @@ def _finished(state: AgentState, eid: str, event: Event, messages) -> AgentState
         if waiting is not None:
             out = _apply_files(out, eid, waiting)
         return _mark_retried(out, name, targets)
+    if waiting is not None and "plan_before" in waiting and out.plan == waiting["plan_after"]:
+        out = evolve(out, plan=waiting["plan_before"])
     return _note_failure(out, eid, event, tcid, name, text, outcome, failed, targets)
 
 

@@ -89,7 +89,8 @@ class ToolSpec:
     name: str
     effects: EffectsFn
     outcome: OutcomeFn = default_outcome
-    #: True when `outcome` needs the whole result text (not just the event's preview).
+    #: True when `outcome` needs the whole result text (not just the event's preview); it is
+    #: then also given the call's waiting file effects (`effects=`, as plain maps).
     reads_result: bool = False
     doc: str = field(default="", compare=False)
 
@@ -346,9 +347,10 @@ def _apply_patch_tool(args: Any) -> tuple[Effect, ...]:
 _EXIT = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code|Command exited with code)\s*(-?\d+)")
 
 
-def exit_code(text: str) -> int | None:
-    """The exit code a Codex command output reports, or None."""
-    s = (text or "").lstrip()
+def _unwrap(text: str) -> tuple[str, int | None]:
+    """(output text, exit code from structured metadata) of a Codex tool output: the JSON form
+    `{"output": ..., "metadata": {"exit_code": N}}` or plain text."""
+    s = (text or "").strip()
     if s.startswith("{"):
         try:
             value = json.loads(s)
@@ -357,21 +359,34 @@ def exit_code(text: str) -> int | None:
         if isinstance(value, Mapping):
             meta = value.get("metadata")
             code = meta.get("exit_code") if isinstance(meta, Mapping) else None
-            return code if isinstance(code, int) else None
-    m = _EXIT.search(text or "")
+            if isinstance(code, int) and not isinstance(code, bool):
+                return s, code
+            if isinstance(value.get("output"), str):
+                return value["output"].strip(), None
+    return s, None
+
+
+def exit_code(text: str) -> int | None:
+    """The exit code a Codex command output reports (structured metadata, `Exit code: N`,
+    `Process exited with code N`), or None."""
+    s, code = _unwrap(text)
+    if code is not None:
+        return code
+    m = _EXIT.search(s)
     return int(m.group(1)) if m else None
 
 
-def command_outcome(text: str, is_error: bool) -> str:
-    """A command failed if its result is an error or reports a non-zero exit code."""
+def command_outcome(text: str, is_error: bool, effects: tuple = ()) -> str:
+    """A command failed if its result is an error or reports a non-zero exit code. A patch
+    (the call has file effects) without an exit code must report "Success." (apply_patch)."""
     base = default_outcome(text, is_error)
     if base != OK:
         return base
     code = exit_code(text)
-    if code not in (None, 0):
-        return ERROR
-    if "apply_patch verification failed" in (text or "")[:2000]:
-        return ERROR
+    if code is not None:
+        return OK if code == 0 else ERROR
+    if any(e.get("kind") == "modify" for e in effects if isinstance(e, Mapping)):
+        return OK if _unwrap(text)[0].startswith("Success.") else ERROR
     return OK
 
 
@@ -413,6 +428,7 @@ _register_all("codex", (
     ("container.exec", _shell("command", "cmd")),
     ("local_shell", _shell("command", "cmd")),
     ("exec_command", _shell("cmd", "command")),
+    ("shell_command", _shell("command", "cmd")),
     ("write_stdin", kind_of("exec", "chars")),
     ("apply_patch", _apply_patch_tool),
 ), outcome=command_outcome, reads_result=True)
