@@ -123,3 +123,24 @@ def test_stats_json_token_usage(ctx):
     assert tu["input_tokens"] > tu["cache_read_tokens"] > 0 and tu["cost_usd"] > 0
     out = ctx("stats", f"{pi['id']}/main").stdout
     assert "cache read" in out and "claude-opus-4-5" in out
+
+
+def test_a_pi_fork_is_listed_under_the_session_it_branched_from(tmp_path):
+    def session(sid, extra=None):
+        head = {"type": "session", "version": 3, "id": sid, "timestamp": "2026-05-01T10:00:00.000Z",
+                "cwd": "/p", **(extra or {})}
+        msg = {"type": "message", "id": "e1", "parentId": None, "timestamp": "2026-05-01T10:00:01.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": f"task {sid}"}]}}
+        return "\n".join(json.dumps(x) for x in (head, msg)) + "\n"
+
+    d = tmp_path / "sessions" / "--p--"
+    d.mkdir(parents=True)
+    (d / "2026-05-01T10-00-00-000Z_aaaa.jsonl").write_text(session("aaaa"))
+    (d / "2026-05-01T11-00-00-000Z_bbbb.jsonl").write_text(session("bbbb", {
+        "parentSession": str(d / "2026-05-01T10-00-00-000Z_aaaa.jsonl")}))
+    Store.init(tmp_path / "store").close()
+    c = Ctx(tmp_path / "store")
+    c("import", str(tmp_path / "sessions"))
+    parent, child = c.json("sessions")
+    assert (parent["title"], child["title"]) == ("task aaaa", "task bbbb")
+    assert child["parent"] == parent["id"] and child["kind"] == "fork" and child["depth"] == 1

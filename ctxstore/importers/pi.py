@@ -80,12 +80,19 @@ def import_file(ctx: ImportContext, path: Path) -> None:
     version = header.get("version", 1)
     origin: dict[str, Any] = {"format": FMT, "id": source, "version": version}
     parent_path = header.get("parentSession") or header.get("branchedFrom")
+    parent = ""
     if isinstance(parent_path, str):
         origin["parent_path"] = parent_path
+        # pi names session files <timestamp>_<session id>.jsonl
+        parent_id = Path(parent_path).stem.rpartition("_")[2]
+        parent = ctx.find_session(FMT, parent_id) if parent_id else ""
+        if not parent:
+            ctx.report.notes.append(f"{path.name}: forked from {parent_path}, not imported; "
+                                    f"link kept in the session origin only")
     b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
                        ts=header.get("timestamp", ""), nonce=source, origin=origin,
                        kind="fork" if parent_path else "main", cwd=str(header.get("cwd") or ""),
-                       title=_first_prompt_title(path))
+                       title=_first_prompt_title(path), parent_session=parent)
     PiFile(b, tree=isinstance(version, int) and version >= 2).run(path)
     b.finish()
 
