@@ -201,3 +201,46 @@ def test_a_failed_plan_call_leaves_the_plan_it_would_have_replaced():
     cm.record_tool_result("p2", "<tool_use_error>InputValidationError</tool_use_error>", is_error=True)
     st = cm.project_state()
     assert [s["text"] for s in st.plan["steps"]] == ["one"] and st.plan["current_step_id"] == "1"
+
+
+def _rollout(tmp_path, items):
+    lines = [{"timestamp": "2026-08-01T10:00:00.000Z", "type": "session_meta",
+              "payload": {"id": "019f0000-0000-7000-8000-000000000001", "cwd": "/w",
+                          "cli_version": "0.140.0", "originator": "codex_cli_rs"}}]
+    for i, (kind, payload) in enumerate(items, 1):
+        lines.append({"timestamp": f"2026-08-01T10:00:{i:02d}.000Z", "type": kind, "payload": payload})
+    path = tmp_path / "rollout-2026-08-01T10-00-00-019f0000-0000-7000-8000-000000000001.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_newer_codex_rollouts_custom_apply_patch_exec_command_and_thread_name(tmp_path):
+    patch = "*** Begin Patch\n*** Add File: docs/x.md\n+hello\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** End Patch"
+    path = _rollout(tmp_path, [
+        ("response_item", {"type": "message", "role": "developer",
+                           "content": [{"type": "input_text", "text": "<permissions instructions>…"}]}),
+        ("response_item", {"type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": "# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>x</INSTRUCTIONS>"}]}),
+        ("response_item", {"type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": "Add the docs page"}]}),
+        ("event_msg", {"type": "thread_name_updated", "thread_id": "t", "thread_name": "Docs page"}),
+        ("response_item", {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": patch}),
+        ("response_item", {"type": "custom_tool_call_output", "call_id": "c1",
+                           "output": "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA docs/x.md\nM src/a.rs\n"}),
+        ("response_item", {"type": "function_call", "call_id": "c2", "name": "exec_command",
+                           "arguments": json.dumps({"cmd": "cargo test", "workdir": "/w"})}),
+        ("response_item", {"type": "function_call_output", "call_id": "c2",
+                           "output": "Chunk ID: 9\nWall time: 3 seconds\nProcess exited with code 101\nOutput:\nerror"}),
+        ("response_item", {"type": "custom_tool_call", "call_id": "c3", "name": "apply_patch",
+                           "input": patch.replace("docs/x.md", "docs/y.md")}),
+        ("response_item", {"type": "custom_tool_call_output", "call_id": "c3",
+                           "output": "apply_patch verification failed: Failed to find expected lines in src/a.rs"}),
+        ("event_msg", {"type": "token_count", "info": {"total_token_usage": {
+            "input_tokens": 5000, "cached_input_tokens": 4000, "output_tokens": 300,
+            "reasoning_output_tokens": 200, "total_tokens": 5300}}}),
+    ])
+    repo, _sid, st = imported(path)
+    assert st.modified_paths == ("docs/x.md", "src/a.rs")  # the failed patch changed nothing
+    assert [(e["name"], e["kind"]) for e in st.errors] == [("exec_command", "error"), ("apply_patch", "error")]
+    assert st.errors[0]["targets"] == ("cargo test",)
+    assert st.goal["user_goal"] == "Add the docs page" and st.title == "Docs page"
