@@ -15,6 +15,9 @@ from .render import emit_json, short, style
 
 def _print_result(res, dry_run: bool) -> None:
     what = "merge" if res.kind == "merge" else "compaction"
+    if res.noop:
+        click.echo(res.noop)
+        return
     if dry_run:
         click.echo(style(f"Dry run: this {what} would summarize {res.summarized} event(s)", bold=True))
     else:
@@ -24,7 +27,8 @@ def _print_result(res, dry_run: bool) -> None:
                + (f"; first kept {short(res.first_kept)}" if res.first_kept else ""))
     click.echo(f"  tokens: {res.tokens_before:,} -> {res.tokens_after:,}  (summarizer: {res.summarizer})")
     for c in res.checks:
-        mark = style("pass", fg="green") if c.ok else style("FAIL", fg="red")
+        mark = (style("n/a ", fg="yellow") if c.status == "n/a" else
+                style("pass", fg="green") if c.ok else style("FAIL", fg="red"))
         click.echo(f"  {mark}  {c.rule:<26} {c.detail}")
 
 
@@ -57,7 +61,16 @@ def compact_cmd(state, rev, command, keep_recent_tokens, dry_run, as_json) -> No
 
     Nothing is deleted: the raw events stay in the log (marked as compacted) and the record
     names exactly the events it replaced. A compaction whose checks fail moves no ref; the
-    failed rules are printed and the exit code is 11."""
+    failed rules are printed and the exit code is 11. Nothing to compact (everything since
+    the last compaction fits in --keep-recent-tokens) is said and exits 0. A check with
+    nothing to look at in the range prints "n/a".
+
+    \b
+    Examples:
+      ctx compact --dry-run            # what would be cut, each check's verdict
+      ctx compact --keep-recent-tokens 4000
+      ctx compact --summarizer llm:gpt-4o-mini --fallback
+    """
     command = _check_summarizer(command)
     try:
         res = pco.compact_branch(state.repo, rev, keep_recent_tokens=keep_recent_tokens,
@@ -81,7 +94,11 @@ def compact_cmd(state, rev, command, keep_recent_tokens, dry_run, as_json) -> No
 @click.pass_obj
 def merge_cmd(state, branch, command, dry_run, as_json) -> None:
     """Merge BRANCH's conclusions into the current branch: a merge event (second parent =
-    BRANCH's tip) holding a checked summary of what BRANCH did and found, not its raw events."""
+    BRANCH's tip) holding a checked summary of what BRANCH did and found, not its raw events.
+
+    A branch already contained in the current one is "nothing to merge" (exit 0). A branch
+    too small to summarize smaller than itself still merges: its summary may use up to 512
+    tokens (docs/compaction.md, "Merging small branches")."""
     command = _check_summarizer(command)
     res = pco.merge(state.repo, branch, summarizer_command=command, dry_run=dry_run)
     if as_json:

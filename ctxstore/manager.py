@@ -140,12 +140,14 @@ class ContextManager:
 
     def add_assistant_message(self, text: str = "", *, tool_calls: Sequence[Mapping] = (),
                               thinking: str = "", model: str = "", harness: str = "",
-                              ts: str | None = None) -> str:
+                              stop_reason: str = "", ts: str | None = None) -> str:
         """The model's reply; each tool call also becomes a ToolCallRequested event.
 
         What a call does to the state (files read or modified, plan) comes from the tool
         registry (ctxstore.state.tools); `harness` names whose description of a tool name
-        applies when several harnesses describe one (default: the first registered)."""
+        applies when several harnesses describe one (default: the first registered).
+        `stop_reason` "aborted" or "error" says the reply was cut off: its calls are
+        abandoned, never pending (docs/events.md, "Tool pairs")."""
         blocks: list = []
         if thinking:
             blocks.append(ThinkingBlock(thinking))
@@ -159,7 +161,8 @@ class ContextManager:
         mid = self.store.store.put_object(msg)
         with self.store.transaction(self.ref, message="model response") as tx:
             eid = tx.append("ModelResponseReceived", "model",
-                            {"text": _preview(text), **({"model": model} if model else {})},
+                            {"text": _preview(text), **({"model": model} if model else {}),
+                             **({"stop_reason": stop_reason} if stop_reason else {})},
                             {"message_id": mid}, ts)
             for tc in tool_calls:
                 eid = tx.append("ToolCallRequested", "model",

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import BadRevision, CompactionRejected
 from ..objects import Compaction, Event, thaw
 from ..refs import branch_ref
+from ..state import AgentState, project
 from .checks import RangeFacts, Verdict, abandoned_calls, run_checks
 from .live import Boundary, live_events
 from .summarizers import StructuredSummarizer, Summarizer
@@ -40,6 +41,8 @@ class CompactionResult:
     summarizer: str
     checks: list[Verdict] = field(default_factory=list)
     previous: str = ""
+    noop: str = ""  # why there was nothing to do ("nothing to compact: ..."); not an error
+
 
     @property
     def failed(self) -> list[Verdict]:
@@ -52,7 +55,7 @@ class CompactionResult:
                 "first_kept": self.first_kept, "summarized_events": self.summarized,
                 "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
                 "summarizer": self.summarizer, "previous": self.previous,
-                "checks": [c.to_dict() for c in self.checks]}
+                "noop": self.noop, "checks": [c.to_dict() for c in self.checks]}
 
 
 def _live_history(cm: CompactionTarget, tip: str) -> tuple[list[tuple[str, Event]], Compaction | None, str]:
@@ -84,7 +87,8 @@ def _event_row(cm: CompactionTarget, eid: str, ev: Event) -> dict[str, Any]:
     mid = ev.causality.get("message_id")
     msg = cm.projector.message(mid) if mid else None
     return {"id": eid, "type": ev.type, "actor": ev.actor, "payload": thaw(ev.payload),
-            "ts": ev.ts, "text": event_text(ev, msg), "artifact_id": ev.causality.get("artifact_id", "")}
+            "causality": thaw(ev.causality), "ts": ev.ts, "text": event_text(ev, msg),
+            "artifact_id": ev.causality.get("artifact_id", "")}
 
 
 def _summarize(summarizer: Summarizer, request: Mapping[str, Any]) -> tuple[Any, str | None]:
@@ -101,14 +105,21 @@ def _record(out: Mapping[str, Any], **fields: Any) -> Compaction:
                       memory_candidates=thaw(out.get("memory_candidates", [])), **fields)
 
 
-def _verdicts(cm: CompactionTarget, out, error, rows, kept_rows, state, prev_summary_tokens, replaced):
+def _verdicts(cm: CompactionTarget, out, error, rows, kept_rows, state, prev_summary_tokens,
+              replaced, rstate: AgentState, kind: str = "compaction"):
     if error is not None:
         return [Verdict("summarizer_output", False, error)], 0
     summary_tokens = cm.tokenizer.count(out["summary"]) if isinstance(out, Mapping) and \
         isinstance(out.get("summary"), str) else 0
     facts = RangeFacts(rows, kept_rows, state.goal["user_goal"], tuple(state.constraints["hard"]),
-                       replaced + prev_summary_tokens, summary_tokens)
+                       replaced + prev_summary_tokens, summary_tokens, rstate, kind)
     return run_checks(out, facts), summary_tokens
+
+
+def range_state(cm: CompactionTarget, events: list[tuple[str, Event]]) -> AgentState:
+    """The replaced range folded from the empty state: what happened in it (files modified,
+    errors, open calls, plan), which is what the checks hold the summary to."""
+    return project(events, messages=cm.projector.message)
 
 
 def _refuse_if_failed(result: CompactionResult, what: str) -> None:
@@ -151,24 +162,23 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
         k = _choose_cut(live, costs, keep)
     prev_summary_tokens = cm.tokenizer.count(prev.summary) if prev else 0
     if k == 0:
-        why = (f"nothing to compact: the {sum(costs)} tokens since the last compaction fit in "
-               f"--keep-recent-tokens {keep} (or no safe cut)")
-        if dry_run:
-            total = sum(costs) + prev_summary_tokens
-            return CompactionResult(False, "compaction", None, None, None, None,
-                                    live[0][0] if live else None, 0, total, total,
-                                    getattr(summarizer, "name", "?"),
-                                    [Verdict("has_source_refs", False, why)], prev_id)
-        raise CompactionRejected(why)
+        why = (f"nothing to compact: the {sum(costs):,} tokens since the last compaction fit in "
+               f"--keep-recent-tokens {keep:,} (or no cut keeps every tool call with its result)")
+        total = sum(costs) + prev_summary_tokens
+        return CompactionResult(False, "compaction", None, None, None, None,
+                                live[0][0] if live else None, 0, total, total,
+                                getattr(summarizer, "name", "?"), [], prev_id, noop=why)
     summarized, kept = rows[:k], rows[k:]
     state = cm.projector.project(live[k - 1][0])
-    request = {"kind": "compaction", "state": state.to_dict(), "events": summarized,
+    rstate = range_state(cm, live[:k])
+    request = {"kind": "compaction", "state": state.to_dict(), "range_state": rstate.to_dict(),
+               "events": summarized,
                "previous": prev.to_dict() if prev else None, "policy": {"id": POLICY_ID, **policy},
                "abandoned_tool_calls": abandoned_calls(summarized, kept)}
     out, error = _summarize(summarizer, request)
     replaced = sum(costs[:k])
     verdicts, summary_tokens = _verdicts(cm, out, error, summarized, kept, state,
-                                         prev_summary_tokens, replaced)
+                                         prev_summary_tokens, replaced, rstate)
     kept_tokens = sum(costs[k:])
     result = CompactionResult(
         committed=False, kind="compaction", compaction_id=None, event_id=None,
@@ -209,20 +219,26 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
         raise BadRevision(f"no branch {branch!r} in this session")
     tip = cm.tip
     graph = cm.repo.graph
+    summarizer = summarizer or StructuredSummarizer()
     if graph.is_ancestor(other, tip):
-        raise CompactionRejected(f"nothing to merge: {branch} is already contained in {cm.branch}")
+        return CompactionResult(False, "merge", None, None, None, None, None, 0, 0, 0,
+                                getattr(summarizer, "name", "?"),
+                                noop=f"nothing to merge: {branch} is already contained in "
+                                     f"{cm.branch}")
     d = graph.diff(other, tip)
     ids = list(reversed(d.only_a))
     live = [(i, graph.event(i)) for i in ids]
     rows = [_event_row(cm, eid, ev) for eid, ev in live]
     costs = [cm.tokenizer.count(r["text"]) for r in rows]
-    summarizer = summarizer or StructuredSummarizer()
     state = cm.projector.project(other)
-    request = {"kind": "merge", "branch": branch, "state": state.to_dict(), "events": rows,
+    rstate = range_state(cm, live)
+    request = {"kind": "merge", "branch": branch, "state": state.to_dict(),
+               "range_state": rstate.to_dict(), "events": rows,
                "previous": None, "policy": {"id": POLICY_ID},
                "abandoned_tool_calls": abandoned_calls(rows, [])}
     out, error = _summarize(summarizer, request)
-    verdicts, summary_tokens = _verdicts(cm, out, error, rows, [], state, 0, sum(costs))
+    verdicts, summary_tokens = _verdicts(cm, out, error, rows, [], state, 0, sum(costs), rstate,
+                                         "merge")
     result = CompactionResult(False, "merge", None, None, ids[0] if ids else None,
                               ids[-1] if ids else None, None, len(ids), sum(costs), summary_tokens,
                               getattr(summarizer, "name", "?"), verdicts)

@@ -58,20 +58,28 @@ class StructuredSummarizer:
         read = _uniq([*prev.get("files", {}).get("read", ()),
                       *({"path": e["payload"]["path"]} for e in events if e["type"] == "FileRead"
                         and e["payload"].get("path"))])
-        modified = _uniq([*prev.get("files", {}).get("modified", ()),
-                          *({"path": e["payload"]["path"],
-                             "change_summary": e["payload"].get("change_summary", "")}
-                            for e in events if e["type"] in ("FileWritten", "DiffApplied")
-                            and e["payload"].get("path"))])
+        rstate = request.get("range_state") or {}
+        in_range = [{"path": f["path"], "change_summary": f.get("change_summary", "")}
+                    for f in rstate.get("files", {}).get("modified", ())]
+        in_range += [{"path": e["payload"]["path"],
+                      "change_summary": e["payload"].get("change_summary", "")}
+                     for e in events if e["type"] in ("FileWritten", "DiffApplied")
+                     and e["payload"].get("path")]
+        modified = _merge_files([*prev.get("files", {}).get("modified", ()), *in_range])
         tool_results = list(prev.get("tool_results", ()))
         errors = list(prev.get("errors", ()))
+        for e in rstate.get("errors", ()):
+            if e.get("tool_call_id") or e.get("error"):
+                errors.append({"tool_call_id": e.get("tool_call_id", ""),
+                               "error": (e.get("error") or "")[:300],
+                               "retried": bool(e.get("retried"))})
         for e in events:
             p = e["payload"]
             if e["type"] == "ToolCallFinished" and (e.get("artifact_id") or p.get("truncated")):
                 tool_results.append({"tool_call_id": p.get("tool_call_id", ""),
                                      "summary": (p.get("preview") or "")[:300],
                                      "artifact_ref": e.get("artifact_id", "")})
-            elif e["type"] == "ToolCallFailed":
+            elif e["type"] == "ToolCallFailed" and not rstate:
                 errors.append({"tool_call_id": p.get("tool_call_id", ""),
                                "error": (p.get("error") or p.get("preview") or "")[:300],
                                "retried": bool(p.get("retry"))})
@@ -158,6 +166,18 @@ def _capped(label: str, items, fmt, limit: int = SHOW_ITEMS) -> list[str]:
     if len(items) > len(shown):
         out.insert(0, f"({len(items) - len(shown)} earlier item(s) are listed in the compaction record)")
     return out
+
+
+def _merge_files(entries) -> list[dict]:
+    """One entry per path, newest last; an empty change summary keeps the older one."""
+    by_path: dict[str, dict] = {}
+    for f in entries:
+        old = by_path.pop(f["path"], None)
+        entry = dict(f)
+        if old is not None and not entry.get("change_summary"):
+            entry["change_summary"] = old.get("change_summary", "")
+        by_path[f["path"]] = entry
+    return list(by_path.values())
 
 
 class CallableSummarizer:

@@ -13,8 +13,10 @@ repository and passes them in; nothing here does I/O. The rules (docs/context.md
   chatter (P3). Each ToolCallRequested and its ToolCallFinished/Failed (paired by
   tool_call_id, never by parentage) become ONE segment: P1 turn, or P3 tool_output when the
   result is over `big_output_tokens` (then only a preview of it is kept, with a pointer to the
-  full output). A call without a result is a pending_tool_pair (P0) with a placeholder result.
-  A result without an earlier call in the window (invariant 1) is not sent.
+  full output). A call without a result is, by the one rule of state/calls.py, either
+  pending — a pending_tool_pair (P0) with a placeholder result — or abandoned (its response
+  was aborted, the user spoke again, the turn was interrupted): an abandoned call is never
+  replayed. A result without an earlier call in the window (invariant 1) is not sent.
 - `summary` (a compaction summary) -> summary (P1), placed before the state.
 """
 
@@ -26,6 +28,7 @@ from typing import Any
 from ..objects.event import Event
 from ..objects.frozen import thaw
 from ..objects.message import Message, ToolCallBlock, ToolResultBlock
+from ..state.calls import event_facts, open_calls
 from .segments import (
     Segment,
     args_json,
@@ -145,13 +148,16 @@ def _history_segments(state, history: list, last_prompt: int, recent_from: int,
             if kind and msg.text:
                 segs.append(Segment(kind, text=msg.text, order=base, sources=_ids(eid, mid)))
     end = len(history) * 8
+    book = open_calls(event_facts((eid, ev) for eid, ev, _ in history))
     pending = state.pending_tool_calls if state is not None else {}
     for tcid, info in pending.items():  # calls whose request is older than the window
-        if tcid not in calls:
+        if tcid not in calls and tcid not in book.abandoned:
             c = calls[tcid] = _Call(tcid, info["name"], info["args"], end, group)
             c.sources = _ids(info["event"])
             end += 1
     for c in calls.values():
+        if c.result is None and c.tcid in book.abandoned:
+            continue  # abandoned: it will never get a result, so it is never replayed
         segs.append(_pair_segment(c, tok, big))
     return segs
 

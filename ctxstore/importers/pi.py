@@ -172,6 +172,8 @@ class PiFile:
                 payload["model"] = m["model"]
             if isinstance(m.get("usage"), dict):
                 payload["usage"] = m["usage"]
+            if isinstance(m.get("stopReason"), str):
+                payload["stop_reason"] = m["stopReason"]  # "aborted"/"error": calls abandoned
             b.append("ModelResponseReceived", "model", payload, {"message_id": mid}, ts)
             for blk in blocks:
                 if isinstance(blk, ToolCallBlock):

@@ -20,6 +20,7 @@ from ..objects.frozen import FrozenMap, freeze
 from ..objects.message import Message
 from .effects import hooks as _effect_hooks
 from .effects import prompt_fold
+from . import calls
 from .model import PLAN_STATUSES, AgentState, evolve
 
 MessageLookup = Callable[[str], "Message | None"]
@@ -56,7 +57,20 @@ def fold(state: AgentState, event_id: str, event: Event,
     hook = _EFFECT_HOOKS.get(event.type)
     if hook is not None:  # tool semantics, goal and title (state/effects.py)
         state = hook(state, event_id, event, messages)
+    state = _open_calls(state, event_id, event)
     return evolve(state, version=state.version + 1, source_event=event_id)
+
+
+def _open_calls(state: AgentState, event_id: str, event: Event) -> AgentState:
+    """Pending vs abandoned calls, by the one rule (state/calls.py), after every event."""
+    tc = state.tool_calls
+    book = calls.CallBook(tc["pending"], tc["abandoned"], tc["stopped"])
+    new = calls.step(book, event_id, event.type, event.payload, event.causality)
+    if new is book:
+        return state
+    return evolve(state, tool_calls=FrozenMap({**tc, "pending": new.pending,
+                                               "abandoned": new.abandoned,
+                                               "stopped": new.stopped}))
 
 
 def project(events: Iterable[tuple[str, Event]], start: AgentState | None = None,
@@ -275,14 +289,8 @@ def _file_written(state: AgentState, eid: str, event: Event, messages) -> AgentS
 
 @folds("ToolCallRequested")
 def _tool_requested(state: AgentState, eid: str, event: Event, messages) -> AgentState:
-    p = event.payload
-    tcid = _str(p.get("tool_call_id") or event.causality.get("tool_call_id"))
-    if not tcid:
-        return state
-    pending = FrozenMap({**state.pending_tool_calls, tcid: freeze({
-        "name": _str(p.get("name")), "args": p.get("args", FrozenMap()), "event": eid,
-        "status": "requested"})})
-    return evolve(state, tool_calls=_set(state.tool_calls, pending=pending))
+    """The call itself is tracked by `_open_calls` (pending or abandoned, state/calls.py)."""
+    return state
 
 
 @folds("ToolCallStarted")
@@ -299,21 +307,17 @@ def _tool_call_id(event: Event) -> str:
     return _str(event.payload.get("tool_call_id") or event.causality.get("tool_call_id"))
 
 
-def _close_call(state: AgentState, tcid: str) -> tuple[FrozenMap, str]:
-    pending = state.pending_tool_calls
-    call = pending.get(tcid)
-    name = call["name"] if call is not None else ""
-    if call is not None:
-        pending = FrozenMap({k: v for k, v in pending.items() if k != tcid})
-    return pending, name
+def _call_name(state: AgentState, tcid: str) -> str:
+    """The name of an open call (pending or abandoned); `_open_calls` closes it."""
+    call = state.pending_tool_calls.get(tcid) or state.abandoned_tool_calls.get(tcid)
+    return call["name"] if call is not None else ""
 
 
 @folds("ToolCallFinished")
 def _tool_finished(state: AgentState, eid: str, event: Event, messages) -> AgentState:
     tcid = _tool_call_id(event)
-    pending, name = _close_call(state, tcid)
-    name = _str(event.payload.get("name")) or name
-    tc = _set(state.tool_calls, pending=pending, completed=state.tool_calls["completed"] + 1)
+    name = _str(event.payload.get("name")) or _call_name(state, tcid)
+    tc = _set(state.tool_calls, completed=state.tool_calls["completed"] + 1)
     state = evolve(state, tool_calls=tc)  # errors it retries: state/effects.py
     return _note_artifact(state, event, _str(event.payload.get("preview")))
 
@@ -321,11 +325,11 @@ def _tool_finished(state: AgentState, eid: str, event: Event, messages) -> Agent
 @folds("ToolCallFailed")
 def _tool_failed(state: AgentState, eid: str, event: Event, messages) -> AgentState:
     tcid = _tool_call_id(event)
-    pending, name = _close_call(state, tcid)
     error = _cut(_str(event.payload.get("error")), 1000)
-    entry = FrozenMap({"tool_call_id": tcid, "name": _str(event.payload.get("name")) or name,
+    entry = FrozenMap({"tool_call_id": tcid,
+                       "name": _str(event.payload.get("name")) or _call_name(state, tcid),
                        "error": error, "event": eid, "retried": bool(event.payload.get("retry"))})
-    tc = _set(state.tool_calls, pending=pending, failed=state.tool_calls["failed"] + 1)
+    tc = _set(state.tool_calls, failed=state.tool_calls["failed"] + 1)
     state = evolve(state, tool_calls=tc, errors=state.errors + (entry,))
     return _note_artifact(state, event, error)
 

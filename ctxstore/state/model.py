@@ -16,7 +16,7 @@ from typing import Any
 from ..objects.frozen import EMPTY, FrozenMap, freeze, thaw
 
 #: Bumped when the shape of `to_dict()` changes; a snapshot of another format is not reused.
-STATE_FORMAT = 2
+STATE_FORMAT = 3
 
 PLAN_STATUSES = ("planning", "executing", "blocked", "verifying", "done")
 
@@ -24,7 +24,8 @@ EMPTY_GOAL = FrozenMap({"user_goal": "", "current_task": "", "acceptance_criteri
 EMPTY_PLAN = FrozenMap({"steps": (), "current_step_id": "", "status": "planning"})
 EMPTY_CONSTRAINTS = FrozenMap({"hard": (), "soft": (), "preferences": ()})
 EMPTY_FILES = FrozenMap({"read": (), "modified": ()})
-EMPTY_TOOL_CALLS = FrozenMap({"pending": EMPTY, "completed": 0, "failed": 0})
+EMPTY_TOOL_CALLS = FrozenMap({"pending": EMPTY, "abandoned": EMPTY, "stopped": "",
+                              "completed": 0, "failed": 0})
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,9 @@ class AgentState:
     - artifacts: ({artifact_id, kind, uri, summary}, ...)
     - errors: ({tool_call_id, name, error, event, retried, kind?, targets?}, ...); kind is
       "error" or "denied" (the user refused), targets the call's files or command
-    - tool_calls: {pending: {tool_call_id: {name, args, event, status}}, completed, failed}
+    - tool_calls: {pending: {tool_call_id: {name, args, event, status}},
+      abandoned: {tool_call_id: {name, args, event, reason}}, stopped, completed, failed}
+      (pending vs abandoned: the one rule in state/calls.py)
     - validations: ({check, result, event, evidence_refs}, ...)
     - open_questions: (str, ...)
     - last_compaction: compaction id (or the CompactionCompleted event id)
@@ -85,6 +88,10 @@ class AgentState:
     @property
     def pending_tool_calls(self) -> FrozenMap:
         return self.tool_calls["pending"]
+
+    @property
+    def abandoned_tool_calls(self) -> FrozenMap:
+        return self.tool_calls["abandoned"]
 
     @property
     def modified_paths(self) -> tuple[str, ...]:
