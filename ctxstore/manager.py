@@ -288,10 +288,10 @@ class ContextManager:
             from .compaction import compact
 
             try:
-                compact(self, keep_recent_tokens=max(1, int(bundle.available_tokens * share / 4)))
+                done = compact(self, keep_recent_tokens=max(1, int(bundle.available_tokens * share / 4)))
             except CompactionRejected:
-                pass
-            else:
+                done = None
+            if done is not None and done.committed:
                 bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra,
                                        eviction_order)
         if record:
