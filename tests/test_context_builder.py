@@ -139,7 +139,8 @@ def test_budget_too_small_names_the_numbers():
     assert e.exit_code == 14
     assert e.details == {"needed": 50, "available": 40, "max_tokens": 100,
                          "reserved_output": 60, "tokenizer": "chars"}
-    assert "needs 50 tokens but only 40" in str(e)
+    assert "needs 50 tokens (system prompt 30, current request 20) but only 40" in str(e)
+    assert "--truncate-system" in str(e)
     b = build_context(None, cands, 110, tokenizer=TOK, reserved_output=60)
     assert b.used_tokens == 50 and not by_text(b)["src-goal-0"].kept
     assert b.available_tokens == 50

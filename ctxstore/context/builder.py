@@ -10,10 +10,20 @@ I/O, no clock, no randomness, so the same inputs give a byte-identical bundle
 2. If the P0 tier alone exceeds `max_tokens - reserved_output`, raise BudgetTooSmall.
 3. While over budget, walk the eviction order, one kind per step. Within a kind the lowest
    `order` (oldest / least relevant) goes first. Trimmable kinds are first cut to a preview,
-   then dropped. Kind "turn" evicts whole turns: every non-P0 conversation segment of the
-   oldest group at once, so the newest turns are kept.
+   then dropped. Kind "turn" evicts turns oldest first: a whole turn while dropping it still
+   leaves the bundle over budget; the turn that would overshoot (often the current one, a
+   prompt and a hundred tool pairs) is cut instead: its request and its newest complete tool
+   pairs stay, its older pairs go, oldest first, and the request's reason names what went.
 4. If still over budget (a custom order that leaves kinds out), drop the remaining non-P0
    segments, lowest tier first (P3 before P1), oldest first.
+5. Refill: eviction works in units (a pair, a turn), so it can overshoot. Dropped segments are
+   offered back newest drop first, in full or, for trimmable and tool-output kinds, as a
+   preview, while they fit. When the material offered exceeds the budget, this keeps the
+   bundle at >= 85% of the available tokens (benchmarks/bench_context.py measures it).
+
+A P0 tier larger than the budget raises BudgetTooSmall naming `truncate_system`
+(`ctx context --truncate-system`), which cuts the largest system/developer messages to fit,
+each with a marker saying how much was cut.
 
 Work is O(n log n) in the number of candidates: one sort per kind and one for model order.
 """
@@ -88,8 +98,19 @@ class _Fit:
         self.dropped: dict[int, str] = {}
         self.trimmed: dict[int, tuple[str, int, str]] = {}
 
+        self.drop_seq: list[int] = []  # drop order, for the refill
+        self.phase = ""  # the eviction step dropping now: "turn" drops by position
+        self.phase_of: dict[int, str] = {}
+        self.notes: dict[int, str] = {}  # kept segments whose reason needs more words
+
     def over(self) -> bool:
         return self.total > self.available
+
+    def unit(self, i: int) -> list[int]:
+        tcid = self.cands[i].tool_call_id
+        if tcid and self.cands[i].section == 2:
+            return self.units.get(tcid) or [i]
+        return [i]
 
     def cost(self, i: int) -> int:
         return self.trimmed[i][1] if i in self.trimmed else self.tokens[i]
@@ -98,6 +119,8 @@ class _Fit:
         if i in self.dropped or self.tier[i] == 0:
             return
         self.dropped[i] = reason
+        self.drop_seq.append(i)
+        self.phase_of[i] = self.phase
         self.total -= self.cost(i)
         tcid = self.cands[i].tool_call_id
         for j in self.units.get(tcid, ()) if self.cands[i].section == 2 else ():
@@ -124,6 +147,7 @@ def _evict(fit: _Fit, order: tuple[str, ...]) -> None:
     for step, kind in enumerate(order, 1):
         if not fit.over():
             return
+        fit.phase = kind
         idxs = by_kind.get(kind, ())
         if kind == "turn":
             _evict_turns(fit, idxs, step)
@@ -139,6 +163,7 @@ def _evict(fit: _Fit, order: tuple[str, ...]) -> None:
             fit.drop(i, why)
             if not fit.over():
                 return
+    fit.phase = "fallback"
     if fit.over():  # kinds the order leaves out: lowest tier first, oldest first
         rest = sorted((i for i in range(len(fit.cands)) if fit.tier[i] != 0 and i not in fit.dropped),
                       key=lambda i: (-fit.tier[i], fit.cands[i].order, i))
@@ -151,7 +176,8 @@ def _evict(fit: _Fit, order: tuple[str, ...]) -> None:
 
 
 def _evict_turns(fit: _Fit, turn_idxs: Iterable[int], step: int) -> None:
-    """Drop whole turns, oldest first: every non-P0 conversation segment of the group."""
+    """Drop turns oldest first: whole while that still leaves the bundle over budget; the turn
+    that would overshoot loses only its older pairs, keeping its request and newest pairs."""
     members: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(fit.cands):
         if c.section == 2 and fit.tier[i] != 0:
@@ -163,12 +189,126 @@ def _evict_turns(fit: _Fit, turn_idxs: Iterable[int], step: int) -> None:
         if g not in seen:
             seen.add(g)
             groups.append(g)
+    for g in [c.group for c in fit.cands if c.kind == "current_request" and c.group]:
+        if g not in seen and members.get(g):  # the current turn's pairs, after the older turns
+            seen.add(g)
+            groups.append(g)
     why = f"dropped: over budget, whole turn evicted by order step {step} (turn)"
     for g in groups:
-        for i in members[g]:
-            fit.drop(i, why)
+        live = [i for i in sorted(members[g], key=lambda i: (fit.cands[i].order, i))
+                if i not in fit.dropped]
+        if fit.total - sum(fit.cost(i) for i in live) > fit.available:
+            for i in live:
+                fit.drop(i, why)
+            continue
+        _cut_turn(fit, g, live, step)
         if not fit.over():
             return
+
+
+def _cut_turn(fit: _Fit, group: str, live: list[int], step: int) -> None:
+    """Drop the older segments of one turn, oldest first, until the bundle fits; its request
+    (the prompt that opened it) goes last."""
+    request = next((i for i in live if fit.cands[i].sources[:1] == (group,)), None)
+    req_idx = next((i for i, c in enumerate(fit.cands) if c.group == group
+                    and c.kind == "current_request"), request)
+    rest = [i for i in live if i != request]
+    gone: list[int] = []
+    why = (f"dropped: over budget, an older part of turn {group[:12]} evicted by order step "
+           f"{step} (turn); its request and newest pairs are kept")
+    for i in rest:
+        if not fit.over():
+            break
+        if i not in fit.dropped:
+            fit.drop(i, why)
+            gone.append(i)
+    if fit.over() and request is not None:
+        fit.drop(request, why)
+    if all(i in fit.dropped for i in live):
+        for i in live:
+            fit.dropped[i] = f"dropped: over budget, whole turn evicted by order step {step} (turn)"
+        return
+    if gone and req_idx is not None:
+        pairs = sum(1 for i in gone if fit.cands[i].tool_call_id)
+        fit.notes[req_idx] = (f"its turn was cut to fit: {len(gone)} older segment(s) "
+                              f"({pairs} tool pair(s), {sum(fit.tokens[i] for i in gone):,} tokens) "
+                              f"dropped, the newest kept")
+
+
+def _refill(fit: _Fit) -> None:
+    """Offer dropped segments back, newest drop first, whole or as a preview, while they fit.
+
+    Priority stays strict: a segment that does not fit stops the refill, so nothing evicted
+    earlier (less important) comes back in its place — except inside the turn step, which
+    drops by age, not importance: an older pair may come back where a newer, bigger one
+    did not fit."""
+    for i in reversed(fit.drop_seq):
+        if i not in fit.dropped or fit.tier[i] == 0:
+            continue
+        unit = [j for j in fit.unit(i) if j in fit.dropped]
+        room = fit.available - fit.total
+        if room <= 0:
+            return
+        full = sum(fit.cost(j) for j in unit)
+        if full <= room:
+            for j in unit:
+                del fit.dropped[j]
+                fit.notes[j] = "kept: refilled, it fits in the room left after eviction"
+            fit.total += full
+            continue
+        c = fit.cands[i]
+        if len(unit) == 1 and (c.kind in TRIMMABLE_KINDS or c.kind == "tool_output") \
+                and i not in fit.trimmed:
+            text = preview(c.text, fit.tokens[i])
+            n = fit.tok.count(text)
+            if n <= room and n < fit.tokens[i]:
+                del fit.dropped[i]
+                fit.trimmed[i] = (text, n, "trimmed: refilled as a preview, the whole segment "
+                                           "does not fit")
+                fit.total += n
+                continue
+        if fit.phase_of.get(i) != "turn":
+            return
+
+
+_SYSTEM_KINDS = ("system", "developer")
+
+
+def _system_tokens(fit: _Fit) -> int:
+    return sum(fit.tokens[i] for i, c in enumerate(fit.cands) if c.kind in _SYSTEM_KINDS)
+
+
+def _p0_breakdown(fit: _Fit) -> str:
+    per: dict[str, int] = defaultdict(int)
+    for i, c in enumerate(fit.cands):
+        if fit.tier[i] == 0:
+            per[P0_LABELS.get(c.kind, c.kind)] += fit.tokens[i]
+    return ", ".join(f"{k} {v:,}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
+
+
+def _truncate_system(fit: _Fit) -> None:
+    """Cut the largest system/developer segments (head kept, marker appended) until P0 fits."""
+    idxs = sorted((i for i, c in enumerate(fit.cands) if c.kind in _SYSTEM_KINDS),
+                  key=lambda i: -fit.tokens[i])
+    for i in idxs:
+        excess = fit.p0 - fit.available
+        if excess <= 0:
+            return
+        n = fit.tokens[i]
+        keep = max(0, n - excess - 32)  # room for the marker
+        text = fit.cands[i].text
+        while True:
+            cut = text[:max(0, len(text) * keep // max(n, 1))].rstrip()
+            new = (f"{cut}\n… [truncated to fit the budget: {n:,} tokens cut to fewer; "
+                   f"full text in sources]")
+            m = fit.tok.count(new)
+            if m <= max(n - excess, 0) or keep == 0:
+                break
+            keep = max(0, keep - max(8, (m - (n - excess))))
+        fit.trimmed[i] = (new, m, f"P0: {P0_LABELS.get(fit.cands[i].kind)}, truncated to fit "
+                                  f"the budget from {n:,} tokens (truncate_system)")
+        fit.p0 -= n - m
+        fit.total -= n - m
 
 
 _FIELDS = tuple(f.name for f in fields(Segment))
@@ -192,24 +332,34 @@ def _model_key(c: Segment, i: int) -> tuple:
 def build_context(state, candidates: Iterable[Segment], budget: int,
                   tokenizer: Tokenizer | None = None,
                   eviction_order: Sequence[str] = DEFAULT_EVICTION_ORDER,
-                  reserved_output: int = 0) -> ContextBundle:
+                  reserved_output: int = 0, *, truncate_system: bool = False) -> ContextBundle:
     """Compile `candidates` into a ContextBundle that fits `budget - reserved_output` tokens.
 
     `state` (an AgentState or None) only stamps the bundle with the state it was built from.
-    Raises BudgetTooSmall if the P0 segments alone do not fit; ValueError for a bad order.
+    Raises BudgetTooSmall if the P0 segments alone do not fit (with `truncate_system`, the
+    largest system/developer messages are first cut to fit, each with a marker); ValueError
+    for a bad order.
     """
     order = _check_order(eviction_order)
     tok = tokenizer if tokenizer is not None else default_tokenizer()
     cands = list(candidates)
     available = budget - reserved_output
     fit = _Fit(cands, tok, available)
+    if fit.p0 > available and truncate_system:
+        _truncate_system(fit)
     if fit.p0 > available:
+        big = _p0_breakdown(fit)
+        hint = ("; pass truncate_system=True (ctx context --truncate-system) to cut system and "
+                "developer messages to fit, with a marker" if _system_tokens(fit) and not
+                truncate_system else "")
         raise BudgetTooSmall(
-            f"budget too small: the P0 tier needs {fit.p0} tokens but only {available} are "
-            f"available ({budget} max - {reserved_output} reserved for output, {tok.name})",
+            f"budget too small: the P0 tier needs {fit.p0:,} tokens ({big}) but only "
+            f"{available:,} are available ({budget:,} max - {reserved_output:,} reserved for "
+            f"output, {tok.name}){hint}",
             needed=fit.p0, available=available, max_tokens=budget,
             reserved_output=reserved_output, tokenizer=tok.name)
     _evict(fit, order)
+    _refill(fit)
 
     out: list[Segment] = []
     by_tier: dict[str, dict[str, int]] = {}
@@ -226,6 +376,9 @@ def build_context(state, candidates: Iterable[Segment], budget: int,
         else:
             why = (f"P0: {P0_LABELS.get(c.kind, c.kind)}, never dropped" if tier == 0
                    else f"kept: {TIER_NAMES[tier]} {c.kind} within budget")
+            if i in fit.notes:
+                why = f"{why}; {fit.notes[i]}" if tier == 0 or fit.notes[i][:5] != "kept:" \
+                    else fit.notes[i]
             seg = _decided(c, tier=tier, tokens=fit.tokens[i], kept=True, trimmed=False, reason=why)
         out.append(seg)
         if seg.kept:
