@@ -56,6 +56,9 @@ def state_cmd(state, rev: str | None, as_json: bool) -> None:
     pending = d["tool_calls"]["pending"]
     if pending:
         click.echo(style("Pending tool calls: ", bold=True) + ", ".join(pending))
+    for tcid, call in d["tool_calls"].get("abandoned", {}).items():
+        click.echo(style("Abandoned tool call: ", fg="yellow") + f"{tcid} {call.get('name', '')}"
+                   f" ({call.get('reason', '')})")
     for q in d["open_questions"]:
         click.echo(style("Open question: ", bold=True) + q)
     click.echo(f"({d['version']} events folded; at {short(d['source_event'])})")
@@ -75,18 +78,22 @@ def _bar(used: int, total: int, width: int = 40) -> str:
 @click.option("--system", "system_prompt", default=None, help="A system prompt to include (P0).")
 @click.option("--explain", is_flag=True, help="List every segment: kept or dropped, tier, tokens, reason, sources.")
 @click.option("--record", is_flag=True, help="Store the bundle and append a ContextBuilt event naming it.")
+@click.option("--truncate-system", is_flag=True,
+              help="If system/developer messages alone overflow the budget, cut them to fit "
+                   "(a marker says so) instead of failing.")
 @click.option("--json", "as_json", is_flag=True,
               help="neutral: the bundle (used_tokens, max_tokens, tokenizer, segments...); "
                    "openai/anthropic: the provider payload.")
 @click.pass_obj
-def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, as_json) -> None:
+def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncate_system,
+                as_json) -> None:
     """What the model would see at REV under a token budget, and why.
 
     \b
     Tiers: P0 never dropped (system, current request, open tool pairs); P1 goal, plan,
     recent turns; P2 decisions, facts, memory, artifacts; P3 verbose output, chatter.
     """
-    bundle = pc.context(state.repo, rev, budget, system_prompt, record)
+    bundle = pc.context(state.repo, rev, budget, system_prompt, record, truncate_system)
     if as_json:
         emit_json(pc.render_payload(bundle, fmt))
         return

@@ -264,14 +264,17 @@ class ContextManager:
                       system_prompt: str | None = None, tools: Sequence[Mapping] | None = None,
                       extra: Sequence[Segment] = (), reserved_output: int | None = None,
                       eviction_order: Sequence[str] = DEFAULT_EVICTION_ORDER,
-                      record: bool = False, auto_compact: bool = True) -> ContextBundle:
+                      record: bool = False, auto_compact: bool = True,
+                      truncate_system: bool = False) -> ContextBundle:
         """Compile the model input at REV (default: this branch's tip).
 
         With record=True the bundle is stored and a ContextBuilt event naming it is appended,
         so "what exactly did the model see" is answerable later. At the tip, when the material
         offered passes the session's `auto_compact_share` of the window (default 0.8; 0 turns
         it off), the branch is compacted first; a compaction that fails its checks is skipped
-        and the builder trims instead."""
+        and the builder trims instead. With truncate_system=True, system/developer messages
+        that alone overflow the budget are cut to fit with a marker instead of raising
+        BudgetTooSmall."""
         if record and rev is not None and self.resolve(rev) != self.tip:
             raise BadRevision(f"--record builds at the tip of {self.branch}: {rev} is not its tip "
                               f"(a bundle recorded there would describe a different state)")
@@ -279,7 +282,8 @@ class ContextManager:
         budget = int(budget if budget is not None else cfg.get("context_window", 200_000))
         reserved = int(reserved_output if reserved_output is not None else
                        min(cfg.get("reserved_output", 0), budget // 4))
-        bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra, eviction_order)
+        bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra, eviction_order,
+                               truncate_system)
         share = float(cfg.get("auto_compact_share", DEFAULT_AUTO_COMPACT_SHARE))
         demand = sum(seg.tokens for seg in bundle.segments)
         just_compacted = self.store.graph.event(self.tip).type == "CompactionCompleted"
@@ -293,7 +297,7 @@ class ContextManager:
                 done = None
             if done is not None and done.committed:
                 bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra,
-                                       eviction_order)
+                                       eviction_order, truncate_system)
         if record:
             bid = self.store.store.put("bundle", bundle.to_dict())
             self.append_event("ContextBuilt", "system",
@@ -302,10 +306,10 @@ class ContextManager:
                               {"bundle_id": bid})
         return bundle
 
-    def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order
-                 ) -> ContextBundle:
+    def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order,
+                 truncate_system: bool = False) -> ContextBundle:
         return self.compiler.compile(self.resolve(rev), budget, reserved, system_prompt, tools, extra,
-                                     eviction_order)
+                                     eviction_order, truncate_system)
 
     def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):
         """Compaction with provenance, checked before it counts (ctxstore.compaction)."""

@@ -67,8 +67,8 @@ class ContextCompiler:
 
     def compile(self, tip: str, budget: int, reserved: int, system_prompt: str | None,
                 tools: Sequence[Mapping] | None, extra: Sequence[Segment],
-                eviction_order: Sequence[str]) -> ContextBundle:
-        """The budgeted bundle at event TIP."""
+                eviction_order: Sequence[str], truncate_system: bool = False) -> ContextBundle:
+        """The budgeted bundle at event TIP (`truncate_system`: see build_context)."""
         state = self.projector.project(tip)
         hist, compaction, comp_event = self.history(tip, token_budget=budget)
         current = None
@@ -81,7 +81,8 @@ class ContextCompiler:
             if compaction else (), tokenizer=self.tokenizer)
         cands.extend(self._merge_segments(hist))
         cands.extend(extra)
-        return build_context(state, cands, budget, self.tokenizer, eviction_order, reserved)
+        return build_context(state, cands, budget, self.tokenizer, eviction_order, reserved,
+                             truncate_system=truncate_system)
 
     def _last_prompt(self, compaction: Compaction) -> str | None:
         """Text of the newest user prompt a compaction summarized, if any."""

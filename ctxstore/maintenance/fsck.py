@@ -12,6 +12,8 @@ pack and gc use):
 - each event's generation is max(parent generations) + 1, and its parents are events;
 - every tool result (ToolCallFinished/Failed) has a ToolCallRequested with the same
   tool_call_id at a lower generation (seed invariant 1);
+- no call that is still PENDING at a branch tip (the one rule of state/calls.py: no result,
+  not abandoned) was summarized away by a compaction on that branch (invariant 2);
 - every compaction's first/last/first_kept/source events exist, first_event..last_event is a
   first-parent range and first_kept's first-parent chain reaches last_event (invariant 3).
 """
@@ -27,6 +29,7 @@ from .. import chunking, codec
 from ..errors import CorruptObject, CtxError, ObjectNotFound
 from ..objects import links
 from ..repo import Repository
+from ..state.calls import open_calls
 
 Progress = Callable[[str, int, int], None]
 RESULT_TYPES = ("ToolCallFinished", "ToolCallFailed")
@@ -52,6 +55,11 @@ class _Ev:
     parents: tuple[str, ...]
     type: str
     call: str | None
+    facts: tuple[dict, dict] = ({}, {})  # the payload/causality keys the open-call rule reads
+
+
+_RULE_PAYLOAD = ("tool_call_id", "name", "stop_reason", "subtype")
+_RULE_CAUSALITY = ("tool_call_id", "message_id", "compaction_id")
 
 
 class _Collector:
@@ -72,9 +80,11 @@ class _Collector:
             call = causality.get("tool_call_id") or payload.get("tool_call_id")
             parents = tuple(p for p in value.get("parents") or () if isinstance(p, str))
             gen = value.get("generation")
+            facts = ({k: payload[k] for k in _RULE_PAYLOAD if k in payload},
+                     {k: causality[k] for k in _RULE_CAUSALITY if k in causality})
             self.events[obj_id] = _Ev(gen if type(gen) is int else -1, parents,
                                       str(value.get("type", "")),
-                                      call if isinstance(call, str) else None)
+                                      call if isinstance(call, str) else None, facts)
         elif type_name == "compaction" and isinstance(value, dict):
             self.compactions[obj_id] = value
         elif type_name == "artifact" and isinstance(value, dict):
@@ -142,6 +152,7 @@ def _graph_problems(repo: Repository, roots: set[str], ref_targets: list,
         if t is not None and t != "event":
             problems.append(Problem("ref", f"{label} names {target}, a {t}, not an event", target))
     problems.extend(_event_problems(seen))
+    problems.extend(_pending_compacted(seen, ref_targets))
     problems.extend(_compaction_problems(seen))
     problems.extend(_content_problems(seen))
     return problems
@@ -256,6 +267,37 @@ def _event_problems(seen: _Collector) -> Iterator[Problem]:
             elif calls.get(ev.call, ev.generation) >= ev.generation:
                 yield Problem("tool-pair", f"tool result {eid} ({ev.call}) has no earlier "
                                            f"ToolCallRequested", eid)
+
+
+def _pending_compacted(seen: _Collector, ref_targets: list) -> Iterator[Problem]:
+    """Invariant 2 on every branch: a call still pending at the tip (state/calls.py) must not
+    be among the events a compaction on that branch replaced."""
+    events, done = seen.events, set()
+    for label, tip in ref_targets:
+        if not label.startswith("ref refs/sessions/") or tip in done or tip not in events:
+            continue
+        done.add(tip)
+        chain, cur = [], tip
+        while cur in events:
+            chain.append(cur)
+            ev = events[cur]
+            cur = ev.parents[0] if ev.parents else None
+        chain.reverse()
+        book = open_calls((eid, events[eid].type, *events[eid].facts) for eid in chain)
+        if not book.pending:
+            continue
+        replaced: dict[str, str] = {}
+        for eid in chain:
+            cid = events[eid].facts[1].get("compaction_id")
+            rec = seen.compactions.get(cid) if events[eid].type == "CompactionCompleted" else None
+            for sid in (rec or {}).get("source_event_ids") or ():
+                replaced.setdefault(sid, cid)
+        for tcid, call in book.pending.items():
+            cid = replaced.get(call["event"])
+            if cid:
+                yield Problem("tool-pair", f"{label[4:]}: pending tool call {tcid} "
+                                           f"({call['event'][:12]}) was summarized away by "
+                                           f"compaction {cid[:12]}", call["event"])
 
 
 def _first_parent_reaches(events: dict[str, _Ev], start: str, target: str) -> bool:

@@ -51,10 +51,11 @@ def state(repo: Repository, rev: str | None = None) -> AgentState:
 
 
 def context(repo: Repository, rev: str | None = None, budget: int | None = None,
-            system_prompt: str | None = None, record: bool = False) -> ContextBundle:
+            system_prompt: str | None = None, record: bool = False,
+            truncate_system: bool = False) -> ContextBundle:
     cm, eid = manager_at(repo, rev)
     return cm.build_context(eid, budget=budget, system_prompt=system_prompt, record=record,
-                            auto_compact=False)
+                            auto_compact=False, truncate_system=truncate_system)
 
 
 def render_payload(bundle: ContextBundle, fmt: str) -> dict[str, Any]:

@@ -32,8 +32,7 @@ ABANDONING_STOP_REASONS = frozenset({"aborted", "error", "cancelled", "canceled"
 RESULT_TYPES = frozenset({"ToolCallFinished", "ToolCallFailed"})
 
 #: (event type, payload subtype or None) pairs that interrupt the running turn.
-_INTERRUPTIONS: set[tuple[str, str | None]] = {("TurnAborted", None),
-                                               ("codex:event_msg", "turn_aborted")}
+_INTERRUPTIONS: set[tuple[str, str | None]] = {("codex:event_msg", "turn_aborted")}
 
 
 def register_interruption(event_type: str, subtype: str | None = None) -> None:
