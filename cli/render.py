@@ -38,14 +38,30 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
 
+def _num(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else "?"
+
+
+def _compaction_summary(p) -> str:
+    """"summarized 193 events: 155,979 → 1,020 tokens"; a harness that did not record the
+    size before its compaction leaves that part out rather than printing "?"."""
+    n = p.get("summarized_events")
+    head = f"summarized {_num(n)} events" if isinstance(n, int) else "compaction"
+    before, after = p.get("tokens_before"), p.get("tokens_after")
+    if isinstance(before, int) and isinstance(after, int):
+        return f"{head}: {before:,} → {after:,} tokens"
+    if isinstance(after, int):
+        return f"{head} into {after:,} tokens"
+    return head
+
+
 def event_summary(ev: Event, width: int = 80) -> str:
     """One line that says what an event was about."""
     p = ev.payload
     if ev.type == "BranchMerged":
         return f"merged branch {p.get('branch', '')} ({p.get('merged_events', '?')} events summarized)"
     if ev.type == "CompactionCompleted":
-        return (f"summarized {p.get('summarized_events', '?')} events: "
-                f"{p.get('tokens_before', '?')} -> {p.get('tokens_after', '?')} tokens")
+        return _compaction_summary(p)
     for key in ("text", "title", "goal", "name", "path", "check", "error", "summary", "branch"):
         v = p.get(key)
         if isinstance(v, str) and v:

@@ -380,17 +380,24 @@ class SessionBuilder:
         """
         if source_ids is None:
             source_ids = self.chain_since_compaction(upto)
+        from ..context.tokenizer import default_tokenizer  # only sessions with compactions pay
+
+        tokens_after = default_tokenizer().count(summary) if summary else 0
         comp = Compaction(session=self.sid, first_event=source_ids[0] if source_ids else "",
                           last_event=source_ids[-1] if source_ids else "",
                           first_kept=first_kept, source_event_ids=tuple(source_ids),
-                          tokens_before=int(tokens_before or 0), summary=summary,
+                          tokens_before=int(tokens_before or 0), tokens_after=tokens_after,
+                          summary=summary,
                           provenance={"summarizer": self.fmt, "origin": "import", **(extra or {})},
                           previous=self._compaction_id(self.last_compaction))
         cid = self.put(comp)
         caus = {"compaction_id": cid}
         if message_id:
             caus["message_id"] = message_id
-        eid = self.append("CompactionCompleted", "system", {"summarizer": self.fmt}, caus, ts)
+        counts = {"summarized_events": len(source_ids), "tokens_after": tokens_after,
+                  **({"tokens_before": int(tokens_before)} if tokens_before else {})}
+        eid = self.append("CompactionCompleted", "system", {"summarizer": self.fmt, **counts},
+                          caus, ts)
         self.last_compaction = eid
         self.stats.compactions += 1
         return eid
