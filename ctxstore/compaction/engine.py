@@ -42,6 +42,7 @@ class CompactionResult:
     checks: list[Verdict] = field(default_factory=list)
     previous: str = ""
     noop: str = ""  # why there was nothing to do ("nothing to compact: ..."); not an error
+    note: str = ""  # e.g. the fallback: which summarizer was rejected and which one was used
 
 
     @property
@@ -55,7 +56,7 @@ class CompactionResult:
                 "first_kept": self.first_kept, "summarized_events": self.summarized,
                 "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
                 "summarizer": self.summarizer, "previous": self.previous,
-                "noop": self.noop, "checks": [c.to_dict() for c in self.checks]}
+                "noop": self.noop, "note": self.note, "checks": [c.to_dict() for c in self.checks]}
 
 
 def _live_history(cm: CompactionTarget, tip: str) -> tuple[list[tuple[str, Event]], Compaction | None, str]:
@@ -132,17 +133,41 @@ def _refuse_if_failed(result: CompactionResult, what: str) -> None:
 
 def _provenance(result: CompactionResult, summarizer: Summarizer, policy_id: str,
                 **extra: Any) -> dict[str, Any]:
+    """Who summarized, with what: a model-backed summarizer adds its `provenance` (model id,
+    prompt version); a fallback says which summarizer it replaced and why."""
     return {"summarizer": result.summarizer, "summarizer_version": getattr(summarizer, "version", ""),
-            "policy_id": policy_id, **extra}
+            "policy_id": policy_id, **dict(getattr(summarizer, "provenance", None) or {}),
+            **({"note": result.note} if result.note else {}), **extra}
+
+
+def _checked_summary(summarizer: Summarizer, fallback: Summarizer | None,
+                     request: Mapping[str, Any], judge):
+    """(out, verdicts, summary_tokens, summarizer used, note). `judge(out, error)` runs the
+    checks. When `summarizer`'s output fails them and a `fallback` is given, the fallback's
+    output is checked and used instead, and the note says so."""
+    out, error = _summarize(summarizer, request)
+    verdicts, tokens = judge(out, error)
+    failed = [v for v in verdicts if not v.ok]
+    if not failed or fallback is None:
+        return out, verdicts, tokens, summarizer, ""
+    out2, error2 = _summarize(fallback, request)
+    verdicts2, tokens2 = judge(out2, error2)
+    note = (f"{getattr(summarizer, 'name', '?')} was rejected ("
+            + "; ".join(f"{v.rule}: {v.detail}" for v in failed)[:400]
+            + f"); fell back to {getattr(fallback, 'name', '?')}")
+    return out2, verdicts2, tokens2, fallback, note
 
 
 def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, Any] | None = None, *,
             keep_recent_tokens: int | None = None, summarizer: Summarizer | None = None,
-            cut_at: str | None = None, dry_run: bool = False, ts: str | None = None) -> CompactionResult:
+            cut_at: str | None = None, dry_run: bool = False, ts: str | None = None,
+            fallback: Summarizer | None = None) -> CompactionResult:
     """Compact the branch `cm` is bound to (REV, if given, must be its tip).
 
     Raises CompactionRejected (listing the failed rules) if a check fails; with dry_run the
-    result is returned instead and nothing is written either way."""
+    result is returned instead and nothing is written either way. With `fallback`, a summary
+    that fails its checks is replaced by the fallback's (checked the same way; `result.note`
+    says so). Nothing to compact is not an error: the result's `noop` says why."""
     policy = dict(policy or {})
     tip = cm.tip
     if rev is not None and cm.resolve(rev) != tip:
@@ -175,17 +200,18 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
                "events": summarized,
                "previous": prev.to_dict() if prev else None, "policy": {"id": POLICY_ID, **policy},
                "abandoned_tool_calls": abandoned_calls(summarized, kept)}
-    out, error = _summarize(summarizer, request)
     replaced = sum(costs[:k])
-    verdicts, summary_tokens = _verdicts(cm, out, error, summarized, kept, state,
-                                         prev_summary_tokens, replaced, rstate)
+    out, verdicts, summary_tokens, summarizer, note = _checked_summary(
+        summarizer, fallback, request,
+        lambda o, e: _verdicts(cm, o, e, summarized, kept, state, prev_summary_tokens, replaced,
+                               rstate))
     kept_tokens = sum(costs[k:])
     result = CompactionResult(
         committed=False, kind="compaction", compaction_id=None, event_id=None,
         first_event=summarized[0]["id"], last_event=summarized[-1]["id"], first_kept=kept[0]["id"]
         if kept else None, summarized=k, tokens_before=replaced + prev_summary_tokens + kept_tokens,
         tokens_after=summary_tokens + kept_tokens, summarizer=getattr(summarizer, "name", "?"),
-        checks=verdicts, previous=prev_id)
+        checks=verdicts, previous=prev_id, note=note)
     if dry_run:
         return result
     _refuse_if_failed(result, "compaction")
@@ -211,7 +237,8 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
 
 
 def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | None = None,
-                 dry_run: bool = False, ts: str | None = None) -> CompactionResult:
+                 dry_run: bool = False, ts: str | None = None,
+                 fallback: Summarizer | None = None) -> CompactionResult:
     """Merge BRANCH's conclusions (not its raw events) into the branch `cm` is bound to."""
     other_ref = branch_ref(cm.session, branch)
     other = cm.repo.refs.read(other_ref)
@@ -236,12 +263,12 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
                "range_state": rstate.to_dict(), "events": rows,
                "previous": None, "policy": {"id": POLICY_ID},
                "abandoned_tool_calls": abandoned_calls(rows, [])}
-    out, error = _summarize(summarizer, request)
-    verdicts, summary_tokens = _verdicts(cm, out, error, rows, [], state, 0, sum(costs), rstate,
-                                         "merge")
+    out, verdicts, summary_tokens, summarizer, note = _checked_summary(
+        summarizer, fallback, request,
+        lambda o, e: _verdicts(cm, o, e, rows, [], state, 0, sum(costs), rstate, "merge"))
     result = CompactionResult(False, "merge", None, None, ids[0] if ids else None,
                               ids[-1] if ids else None, None, len(ids), sum(costs), summary_tokens,
-                              getattr(summarizer, "name", "?"), verdicts)
+                              getattr(summarizer, "name", "?"), verdicts, note=note)
     if dry_run:
         return result
     _refuse_if_failed(result, "merge")

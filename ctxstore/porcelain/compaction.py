@@ -14,27 +14,40 @@ from ..objects import Compaction
 from ..repo import Repository
 from .context import manager_at
 
+LLM_PREFIX = "llm:"
 
-def _summarizer(command: str | None):
-    return CommandSummarizer(command) if command else StructuredSummarizer()
+
+def summarizer_for(spec: str | None):
+    """`--summarizer` SPEC: none -> structured; `llm:MODEL` -> that model through the llm
+    library (extra `[llm]`); anything else -> an external command."""
+    if not spec:
+        return StructuredSummarizer()
+    if spec.startswith(LLM_PREFIX):
+        from ..compaction.llm_summarizer import LlmSummarizer
+
+        return LlmSummarizer(spec[len(LLM_PREFIX):])
+    return CommandSummarizer(spec)
 
 
 def compact_branch(repo: Repository, rev: str | None = None, *, keep_recent_tokens: int | None = None,
-                   summarizer_command: str | None = None, dry_run: bool = False) -> CompactionResult:
+                   summarizer_command: str | None = None, dry_run: bool = False,
+                   fallback: bool = False) -> CompactionResult:
     cm, eid = manager_at(repo, rev)
     if eid != cm.tip:
         raise BadRevision(f"{rev} is not a branch tip: compact a branch (e.g. `ctx compact main`)")
     return compact(cm, None, keep_recent_tokens=keep_recent_tokens,
-                   summarizer=_summarizer(summarizer_command), dry_run=dry_run)
+                   summarizer=summarizer_for(summarizer_command), dry_run=dry_run,
+                   fallback=StructuredSummarizer() if fallback else None)
 
 
 def merge(repo: Repository, branch: str, *, summarizer_command: str | None = None,
-          dry_run: bool = False) -> CompactionResult:
+          dry_run: bool = False, fallback: bool = False) -> CompactionResult:
     cur = repo.current()
     if cur.ref is None or cur.session is None:
         raise BadRevision("HEAD is detached: check out the branch to merge into")
     cm, _ = manager_at(repo, cur.branch)
-    return merge_branch(cm, branch, summarizer=_summarizer(summarizer_command), dry_run=dry_run)
+    return merge_branch(cm, branch, summarizer=summarizer_for(summarizer_command), dry_run=dry_run,
+                        fallback=StructuredSummarizer() if fallback else None)
 
 
 def compacted_events(repo: Repository, events) -> dict[str, str]:
