@@ -20,10 +20,6 @@ from tests.corpus import corpus_root, require_corpus
 from tests.oracles.transcripts import transcript_files
 
 KNOWN_FAILING: dict[str, set[str]] = {
-    "pending": {
-        "FIXTURE_agent-sessions_schema-composite_compact-boundary_v2.1.x.jsonl",
-        "pi-mono_before-compaction_v1-format_genuine.jsonl",
-    },
     "compaction.files": {
         "agent-a36efb2a1231c41e2.jsonl",
         "agent-a4ca7529859c158c2.jsonl",
@@ -36,18 +32,6 @@ KNOWN_FAILING: dict[str, set[str]] = {
         "ccviewer_orchestrator-parallel-tasks_inline-sidechains_summary_v1.0.98.jsonl",
         "pi-mono_before-compaction_v1-format_genuine.jsonl",
         "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl",
-    },
-    "fill@8000": {
-        "agent-a4ca7529859c158c2.jsonl",
-        "agent-ab1e6e141221a29ab.jsonl",
-        "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl",
-        "ccl_sample_many-summary-records_v1.0.24.jsonl",
-        "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
-        "pi-mono_before-compaction_v1-format_genuine.jsonl",
-        "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl",
-    },
-    "fill@32000": {
-        "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl",
     },
 }
 
