@@ -1,55 +1,85 @@
-"""Issue 5's measurement: compaction on the real transcripts of ../shared/corpus/sessions.
+"""Compaction on the real transcripts (issues 5 and 12): what a summary carries.
 
-Each imported session (main and subagent) is compacted with the structured summarizer, keeping
-2000 recent tokens; the table reports tokens before/after and which checks pass or fail.
+Each corpus transcript is imported alone into a fresh store and its main session's main branch
+is compacted (dry run, structured summarizer, 2000 recent tokens kept). Per transcript: tokens
+before/after, the checks (pass / FAIL / n/a), and how many of the transcript's own modified
+files, failed tool calls and newest plan steps the summary carries — the transcript's figures
+come from the independent oracle (tests/oracles/transcripts.py), not from ctxstore, and count
+the main line. A harness compaction already in the transcript bounds what a new compaction
+sees (its range starts after it), so "in transcript" can exceed what any summary could carry;
+the "in range" figures count what the replaced range itself holds, per the projected state.
+
+Run alone: `.venv/bin/python -m benchmarks.bench_compaction [--quick]`.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
-from ctxstore import ContextManager, Store
-from ctxstore.compaction import compact
+from ctxstore.compaction import CallableSummarizer, StructuredSummarizer, compact
 from ctxstore.errors import CompactionRejected
-from ctxstore.importers import import_paths
+from tests.oracles.transcripts import MAIN, analyze, files_covered
 
+from .corpus_import import corpus_files, imported
 from .table import run_and_print
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "sessions"
+KEEP = 2000
+
+
+def _norm(s: str) -> str:
+    return " ".join(str(s).split()).lower()
+
+
+def _carried(out: dict, transcript) -> dict:
+    listed = [f.get("path", "") for f in out["files"].get("modified", ())]
+    expected = transcript.modified_files([MAIN])
+    n_files, _ = files_covered(expected, listed)
+    failed = [c.id for c in transcript.calls if c.lane == MAIN and c.status == "error"]
+    ids = {str(e.get("tool_call_id", "")) for e in out["errors"]}
+    steps = transcript.plan_steps() or []
+    prog = out["progress"]
+    text = _norm("\n".join(map(str, [*prog.get("done", ()), *prog.get("in_progress", ()),
+                                     *out["next_steps"]])))
+    return {"files carried": f"{n_files}/{len(expected)}",
+            "errors carried": f"{sum(1 for c in failed if c in ids)}/{len(failed)}",
+            "plan steps carried": f"{sum(1 for s in steps if _norm(s) in text)}/{len(steps)}"}
 
 
 def run(quick: bool = False) -> list[dict]:
-    if not CORPUS.exists():
-        return [{"benchmark": "compaction", "note": f"corpus not found at {CORPUS}"}]
-    tmp = Path(tempfile.mkdtemp(prefix="ctx-bench-compact-"))
+    files = [f for f in corpus_files() if not quick or "subagents" not in f.parts]
+    if not files:
+        return [{"benchmark": "compaction", "note": "corpus not found (tests/corpus.py)"}]
     rows: list[dict] = []
-    try:
-        store = Store.init(tmp)
-        report = import_paths(store, [str(CORPUS)])
-        for st in report.sessions:
-            for branch in sorted(st.branches)[:1 if quick else None]:
-                cm = ContextManager(store, st.session, branch)
-                row = {"benchmark": "compaction", "file": Path(st.file).name[:44],
-                       "kind": st.kind, "branch": branch, "events": st.events}
-                try:
-                    res = compact(cm, keep_recent_tokens=2000, dry_run=True)
-                except CompactionRejected as exc:
-                    rows.append({**row, "result": str(exc)[:60]})
-                    continue
-                if res.summarized == 0:  # a dry run reports instead of raising
-                    rows.append({**row, "checks": "nothing to compact (under 2000 tokens)"})
-                    continue
-                failed = [c.rule for c in res.failed]
-                rows.append({**row, "summarized": res.summarized, "tokens before": res.tokens_before,
-                             "tokens after": res.tokens_after,
-                             "ratio": res.tokens_after / max(res.tokens_before, 1),
-                             "checks": "all pass" if not failed else "FAIL: " + ", ".join(failed)})
-        store.close()
-        return rows
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    for path in files:
+        transcript = analyze(path)
+        with imported(path) as cm:
+            seen: dict = {}
+
+            def capture(req, seen=seen):
+                out = StructuredSummarizer()(req)
+                seen["out"], seen["req"] = out, req
+                return out
+
+            row = {"benchmark": "compaction", "transcript": path.name[:40],
+                   "events": cm.repo.graph.event(cm.tip).generation}
+            try:
+                res = compact(cm, keep_recent_tokens=KEEP, dry_run=True,
+                              summarizer=CallableSummarizer(capture, "structured"))
+            except CompactionRejected as exc:
+                rows.append({**row, "checks": f"refused: {str(exc)[:60]}"})
+                continue
+            if res.noop:
+                rows.append({**row, "checks": f"nothing to compact (under {KEEP} tokens)"})
+                continue
+            status = [c.status for c in res.checks]
+            rs = seen["req"]["range_state"]
+            rows.append({
+                **row, "summarized": res.summarized, "tokens before": res.tokens_before,
+                "tokens after": res.tokens_after,
+                "checks": (f"{status.count('pass')} pass, {status.count('n/a')} n/a"
+                           + (f", FAIL: {', '.join(c.rule for c in res.failed)}" if res.failed else "")),
+                "files in range": len(rs["files"]["modified"]),
+                "errors in range": len(rs["errors"]),
+                **_carried(seen["out"], transcript)})
+    return rows
 
 
 def main() -> None:
