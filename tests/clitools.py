@@ -24,6 +24,13 @@ class Ctx:
     def json(self, *args: str, input: str | None = None):
         return json.loads(self(*args, "--json", input=input).stdout)
 
+    def import_alone(self, path) -> None:
+        """`ctx init; ctx import PATH`, then HEAD on the main branch of its (first) session."""
+        self("init")
+        self("import", str(path))
+        self("checkout", self.json("sessions")[0]["id"])
+        self("checkout", "main")
+
     def fails(self, code: int, *args: str, input: str | None = None) -> str:
         """Run expecting exit `code`; returns stderr, which must be one line."""
         res = self(*args, input=input, code=code)

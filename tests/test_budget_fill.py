@@ -107,10 +107,7 @@ def test_real_codex_session_fills_the_budget(tmp_path):
 
     root = require_corpus()
     ctx = Ctx(tmp_path)
-    ctx("init")
-    ctx("import", str(root / "codex" / "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl"))
-    ctx("checkout", ctx.json("sessions")[0]["id"])
-    ctx("checkout", "main")
+    ctx.import_alone(root / "codex" / "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl")
     b = ctx.json("context", "--budget", "20000")
     avail = b["max_tokens"] - b["reserved_output"]
     assert sum(s["tokens"] for s in b["segments"]) > avail

@@ -124,10 +124,7 @@ def test_imported_compaction_shows_its_counts_in_log(tmp_path):
 
     root = require_corpus()
     ctx = Ctx(tmp_path)
-    ctx("init")
-    ctx("import", str(root / "pi" / "pi-mono_before-compaction_v1-format_genuine.jsonl"))
-    ctx("checkout", ctx.json("sessions")[0]["id"])
-    ctx("checkout", "main")
+    ctx.import_alone(root / "pi" / "pi-mono_before-compaction_v1-format_genuine.jsonl")
     lines = [ln for ln in ctx("log", "--oneline", "-n", "2000").stdout.splitlines()
              if "CompactionCompleted" in ln]
     assert len(lines) == 2

@@ -172,11 +172,7 @@ def test_real_pi_session_has_no_false_pending_calls(tmp_path):
     from .clitools import Ctx
 
     ctx = Ctx(tmp_path)
-    ctx("init")
-    ctx("import", str(root / "pi" / "pi-mono_before-compaction_v1-format_genuine.jsonl"))
-    sid = ctx.json("sessions")[0]["id"]
-    ctx("checkout", sid)
-    ctx("checkout", "main")
+    ctx.import_alone(root / "pi" / "pi-mono_before-compaction_v1-format_genuine.jsonl")
     st = ctx.json("state")
     assert st["tool_calls"]["pending"] == {}
     assert len(st["tool_calls"]["abandoned"]) == 6
