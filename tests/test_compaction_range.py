@@ -40,6 +40,17 @@ def test_file_writes_listed_names_the_modified_files_of_the_range():
     assert files.status == "fail" and "not in files.modified: src/mod_0.py" in files.detail
 
 
+def test_files_written_after_the_cut_are_named_not_checked():
+    cm = coding_session(3, write_files=False)
+    for t in range(6):
+        cm.add_user_message(f"talk {t} " + "w " * 80)
+    cm.record_file_write("src/late.py", "written near the end")
+    cm.add_user_message("done?")
+    res = compact(cm, keep_recent_tokens=60, dry_run=True)
+    files = _checks(res)["file_writes_listed"]
+    assert files.status == "n/a" and "kept verbatim: src/late.py" in files.detail
+
+
 def test_checks_with_nothing_to_check_say_na():
     store = Store.memory()
     cm = ContextManager.start(store, "t", "")

@@ -19,21 +19,7 @@ from benchmarks.real_sessions import CHECKS, FAIL, NA, PASS, Result, evaluate, l
 from tests.corpus import corpus_root, require_corpus
 from tests.oracles.transcripts import transcript_files
 
-KNOWN_FAILING: dict[str, set[str]] = {
-    "compaction.files": {
-        "agent-a36efb2a1231c41e2.jsonl",
-        "agent-a4ca7529859c158c2.jsonl",
-        "agent-a52886dc180afb356.jsonl",
-        "agent-a6aa8ad077d9ea083.jsonl",
-        "agent-ab1e6e141221a29ab.jsonl",
-        "agent-aef063ba534d73153.jsonl",
-        "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl",
-        "ccl_sample_many-summary-records_v1.0.24.jsonl",
-        "ccviewer_orchestrator-parallel-tasks_inline-sidechains_summary_v1.0.98.jsonl",
-        "pi-mono_before-compaction_v1-format_genuine.jsonl",
-        "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl",
-    },
-}
+KNOWN_FAILING: dict[str, set[str]] = {}
 
 
 def _transcripts() -> list[Path]:

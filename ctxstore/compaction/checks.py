@@ -57,6 +57,7 @@ class RangeFacts:
     summary_tokens: int
     range_state: AgentState = field(default_factory=AgentState)  # the range folded from empty
     kind: str = "compaction"  # or "merge"
+    kept_modified: Sequence[str] = ()  # files modified after the cut (kept verbatim)
 
 
 _LIST_FIELDS = ("tool_results", "errors", "decisions", "open_questions", "next_steps")
@@ -125,7 +126,7 @@ def run_checks(out: Any, facts: RangeFacts) -> list[Verdict]:
     else:
         v(Verdict("has_next_steps", bool(out["next_steps"]),
                   f"{len(out['next_steps'])} step(s)" if out["next_steps"] else "no next_steps"))
-    v(_files_verdict(out, rs))
+    v(_files_verdict(out, rs, facts.kept_modified))
     v(_errors_verdict(out, rs))
     v(_pairs_verdict(out, facts))
     v(_plan_verdict(out, rs))
@@ -148,10 +149,13 @@ def run_checks(out: Any, facts: RangeFacts) -> list[Verdict]:
     return verdicts
 
 
-def _files_verdict(out: Mapping[str, Any], rs: AgentState) -> Verdict:
+def _files_verdict(out: Mapping[str, Any], rs: AgentState, kept: Sequence[str]) -> Verdict:
     written = list(rs.modified_paths)
+    after = [p for p in kept if p not in written]
+    tail = (f"; {len(after)} more modified after the cut, kept verbatim: {_short(after, 4)}"
+            if after else "")
     if not written:
-        return Verdict.na("file_writes_listed", "no file modified in the range")
+        return Verdict.na("file_writes_listed", "no file modified in the range" + tail)
     listed = {str(f.get("path")) for f in out["files"].get("modified", ()) if isinstance(f, Mapping)}
     missing = [p for p in written if p not in listed]
     if missing:
@@ -159,7 +163,7 @@ def _files_verdict(out: Mapping[str, Any], rs: AgentState) -> Verdict:
                        f"{len(missing)} of {len(written)} modified file(s) not in files.modified: "
                        f"{_short(missing)}")
     return Verdict("file_writes_listed", True,
-                   f"{len(written)} modified file(s) listed: {_short(written, 4)}")
+                   f"{len(written)} modified file(s) listed: {_short(written, 4)}{tail}")
 
 
 def _errors_verdict(out: Mapping[str, Any], rs: AgentState) -> Verdict:

@@ -107,13 +107,15 @@ def _record(out: Mapping[str, Any], **fields: Any) -> Compaction:
 
 
 def _verdicts(cm: CompactionTarget, out, error, rows, kept_rows, state, prev_summary_tokens,
-              replaced, rstate: AgentState, kind: str = "compaction"):
+              replaced, rstate: AgentState, kind: str = "compaction",
+              kept_modified: tuple[str, ...] = ()):
     if error is not None:
         return [Verdict("summarizer_output", False, error)], 0
     summary_tokens = cm.tokenizer.count(out["summary"]) if isinstance(out, Mapping) and \
         isinstance(out.get("summary"), str) else 0
     facts = RangeFacts(rows, kept_rows, state.goal["user_goal"], tuple(state.constraints["hard"]),
-                       replaced + prev_summary_tokens, summary_tokens, rstate, kind)
+                       replaced + prev_summary_tokens, summary_tokens, rstate, kind,
+                       kept_modified)
     return run_checks(out, facts), summary_tokens
 
 
@@ -204,7 +206,7 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
     out, verdicts, summary_tokens, summarizer, note = _checked_summary(
         summarizer, fallback, request,
         lambda o, e: _verdicts(cm, o, e, summarized, kept, state, prev_summary_tokens, replaced,
-                               rstate))
+                               rstate, "compaction", range_state(cm, live[k:]).modified_paths))
     kept_tokens = sum(costs[k:])
     result = CompactionResult(
         committed=False, kind="compaction", compaction_id=None, event_id=None,

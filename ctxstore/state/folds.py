@@ -18,9 +18,9 @@ from typing import Any
 from ..objects.event import Event
 from ..objects.frozen import FrozenMap, freeze
 from ..objects.message import Message
+from . import calls
 from .effects import hooks as _effect_hooks
 from .effects import prompt_fold
-from . import calls
 from .model import PLAN_STATUSES, AgentState, evolve
 
 MessageLookup = Callable[[str], "Message | None"]
@@ -315,8 +315,6 @@ def _call_name(state: AgentState, tcid: str) -> str:
 
 @folds("ToolCallFinished")
 def _tool_finished(state: AgentState, eid: str, event: Event, messages) -> AgentState:
-    tcid = _tool_call_id(event)
-    name = _str(event.payload.get("name")) or _call_name(state, tcid)
     tc = _set(state.tool_calls, completed=state.tool_calls["completed"] + 1)
     state = evolve(state, tool_calls=tc)  # errors it retries: state/effects.py
     return _note_artifact(state, event, _str(event.payload.get("preview")))
