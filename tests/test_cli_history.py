@@ -229,17 +229,12 @@ def test_detached_head_resolves_branch_names_of_its_session(ctx, session):
     assert st["goal"]["user_goal"] == "make CI green"
 
 
-def test_new_under_a_held_head_lock_leaves_no_session(ctx, session, tmp_path):
-    from ctxstore import lockfile
-
+def test_a_lock_file_left_by_a_killed_process_does_not_block_new(ctx, session, tmp_path):
+    # transactions serialize on an flock (docs/format.md "Transactions"), which dies with its
+    # process; a stale HEAD.lock is only a temp file, replaced by the next move
     (tmp_path / ".ctx" / "HEAD.lock").write_text("")
-    old, lockfile.DEFAULT_WAIT = lockfile.DEFAULT_WAIT, 0.05
-    try:
-        assert "HEAD.lock" in ctx.fails(7, "new", "--title", "blocked")
-    finally:
-        lockfile.DEFAULT_WAIT = old
-    (tmp_path / ".ctx" / "HEAD.lock").unlink()
-    assert [s["id"] for s in ctx.json("sessions")] == [session]
+    new = ctx("new", "--title", "after a crash").stdout.strip()
+    assert sorted(s["id"] for s in ctx.json("sessions")) == sorted([session, new])
 
 
 def test_deleted_branch_is_recoverable_from_its_reflog(ctx, session):

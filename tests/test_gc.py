@@ -15,7 +15,7 @@ from ctxstore.maintenance import fsck as fsck_repo
 from ctxstore.maintenance import gc as pm
 from ctxstore.objects import links
 from ctxstore.refs import ReflogEntry
-from ctxstore.repo import Repository
+from ctxstore.repo import Repository, operations
 from ctxstore.store.fsck import verify
 from ctxstore.store.gclock import GcLock
 from ctxstore.store.packstore import PackStore
@@ -70,15 +70,24 @@ def test_grace_period_keeps_new_packs(tmp_path):
 def test_expired_reflog_entries_stop_protecting(tmp_path):
     repo, info, _ = _garbage_repo(tmp_path)
     ref = f"refs/sessions/{info['session']}/tmp"
-    old = [ReflogEntry(e.old, e.new, e.ts_ms - 100 * DAY_MS, e.actor, e.message)
-           for e in repo.refs.reflog(ref)]
-    repo.refs.replace_reflog(ref, old)
-    head = [e for e in repo.refs.reflog("HEAD")]
-    repo.refs.replace_reflog("HEAD", head)
-    res = pm.gc(repo, prune="now")
-    assert res.reflog_expired == len(old)
+    n_ops = len(list(operations.walk(repo)))
+    # 100 days on, the reflog entries and the operations that named `side` have expired
+    res = pm.gc(repo, prune="now", now=time.time() + 100 * 86400)
+    assert res.reflog_expired >= 2
     assert info["side"] not in repo.store
     assert repo.refs.reflog(ref) == []
+    assert len(res.operations_expired) == n_ops > 0  # what undo can no longer restore
+
+
+def test_young_operations_keep_what_undo_needs(tmp_path):
+    repo, info, _ = _garbage_repo(tmp_path)
+    ref = f"refs/sessions/{info['session']}/tmp"
+    aged = [ReflogEntry(e.old, e.new, e.ts_ms - 100 * DAY_MS, e.actor, e.message)
+            for e in repo.refs.reflog(ref)]
+    repo.refs.replace_reflog(ref, aged)
+    res = pm.gc(repo, prune="now")
+    assert res.reflog_expired == len(aged) and res.operations_expired == []
+    assert info["side"] in repo.store  # an operation of the last 90 days names it
 
 
 def test_reflog_expire_unreachable_after_30_days(tmp_path):

@@ -14,7 +14,7 @@ from .. import codec
 from ..errors import CtxError, InvalidInput, Unsupported
 from ..objects import links
 from ..refs import ReflogEntry
-from ..repo import Repository
+from ..repo import Repository, operations
 
 Progress = Callable[[str, int, int], None]
 
@@ -118,8 +118,10 @@ def reflog_expire(repo: Repository, *, expire: str = DEFAULT_EXPIRE,
 
 def roots(repo: Repository, *, now: float | None = None, expire: str = DEFAULT_EXPIRE,
           expire_unreachable: str = DEFAULT_EXPIRE_UNREACHABLE) -> set[str]:
-    """What gc keeps alive: every ref, HEAD, and every reflog entry that has not expired."""
+    """What gc keeps alive: every ref, HEAD, every reflog entry that has not expired, and every
+    operation younger than `expire` (which names the refs' old and new values: undo needs them)."""
     out = {tip for _, tip in repo.refs.iter_refs("refs/")}
+    out.update(operations.split_by_age(repo, parse_time(expire, now))[0])
     head = repo.refs.read_head().target
     if head:
         out.add(head)
@@ -167,6 +169,9 @@ class GcResult:
     reflog_expired: int
     seconds: float
     objects_rescued: int = 0  # dead at the mark, named again before the deletes: kept
+    #: operations older than the expiry, removed with what only they named: `ctx undo` and
+    #: `ctx op restore` can no longer go back to them
+    operations_expired: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -196,6 +201,7 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     if cutoff is None:  # --prune=never: nothing is old enough
         cutoff = float("-inf")
     store.flush()
+    expired_ops = [lo.id for lo in operations.split_by_age(repo, parse_time(expire, now))[1]]
     with nullcontext() if dry_run else RepackLock(store.packs_dir):
         expired = reflog_expire(repo, expire=expire, expire_unreachable=expire_unreachable,
                                 dry_run=dry_run, now=now).expired
@@ -225,4 +231,4 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     return GcResult(dry_run, prune, len(root_ids), len(live), sorted(missing), res.objects_before,
                     res.objects_removed, res.packs_before, res.packs_after, res.bytes_before,
                     res.bytes_after, len(res.kept_packs), expired,
-                    round(time.perf_counter() - start, 3), res.objects_rescued)
+                    round(time.perf_counter() - start, 3), res.objects_rescued, expired_ops)

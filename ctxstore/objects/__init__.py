@@ -29,10 +29,11 @@ from .message import (
     ToolResultBlock,
     block_from_dict,
 )
+from .operation import Operation
 
 __all__ = [
     "ACTORS", "ARTIFACT_KINDS", "Compaction", "BLOCK_TYPES", "CORE_EVENT_TYPES", "DEFAULT_SESSION_CONFIG",
-    "EMPTY", "Artifact", "Block", "Event", "FileRefBlock", "FrozenMap", "ImageBlock", "Message",
+    "EMPTY", "Artifact", "Block", "Event", "FileRefBlock", "FrozenMap", "ImageBlock", "Message", "Operation",
     "Session", "StoredObject", "SummaryBlock", "TextBlock", "ThinkingBlock", "ToolCallBlock",
     "ToolResultBlock", "block_from_dict", "class_for", "freeze", "from_stored",
     "is_valid_event_type", "thaw",

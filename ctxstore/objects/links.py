@@ -102,6 +102,16 @@ def _fields(*keys: str) -> Callable[[Any, list[str]], None]:
     return walk
 
 
+def _operation(value: Any, out: list[str]) -> None:
+    """The ids an operation's ref moves name (old and new). Its parent operation is not a link:
+    gc keeps young operations by age (docs/format.md "The operation log"), not by chain."""
+    changes = _get(value, "changes")
+    for change in changes if isinstance(changes, list) else ():
+        if isinstance(change, list) and len(change) == 3:
+            _ids(change[1], out)
+            _ids(change[2], out)
+
+
 _WALKERS: dict[str, Callable[[Any, list[str]], None]] = {
     "event": _event,
     "message": _message,
@@ -111,6 +121,7 @@ _WALKERS: dict[str, Callable[[Any, list[str]], None]] = {
     "snapshot": _fields("event"),
     "session": _fields(*SESSION_LINKS),
     "memory": _fields("source_refs", "event", "session"),
+    "operation": _operation,
     "record": _source,  # older imports: a separate record object with the same blobs map
 }
 

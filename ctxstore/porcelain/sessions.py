@@ -13,7 +13,7 @@ from typing import Any
 from ..clock import now_iso
 from ..errors import InvalidInput
 from ..objects import is_valid_event_type
-from ..repo import AppendTransaction, Repository, iter_session_refs
+from ..repo import Repository, Transaction, iter_session_refs
 from .inputs import open_input
 
 
@@ -154,16 +154,17 @@ def append_batch(repo: Repository, lines: Iterable[str | bytes]) -> BatchResult:
     return BatchResult(len(items), tx.tip)
 
 
-def _append_items(tx: AppendTransaction, items: list[dict]) -> None:
+def _append_items(tx: Transaction, items: list[dict]) -> None:
     """`tx.append(type, actor, payload, causality, ts)` for each parsed line, without re-checking
     what `_parse_batch` checked and without looking generations up: the same field maps as
-    `AppendTransaction.append` builds (so the same ids), one after another on the tip."""
+    `Transaction.append` builds (so the same ids), one after another on the tip."""
     clock = _BatchClock()
-    put = tx._put
-    tip = tx.tip
-    gen = tx._generation(tip)
+    br = tx.branch()
+    add = br.add
+    tip = br.tip
+    gen = tx.generation(tip)
     for obj in items:
         gen += 1
-        tip = put({"type": obj["type"], "actor": obj.get("actor", "agent"),
+        tip = add({"type": obj["type"], "actor": obj.get("actor", "agent"),
                    "payload": obj.get("payload") or {}, "parents": [tip], "generation": gen,
                    "ts": obj.get("ts") or clock(), "causality": obj.get("causality") or {}})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from ..errors import RefConflict
@@ -104,6 +105,49 @@ class RefStore(abc.ABC):
         old = self.read_head()
         self._write_head(target, ReflogEntry(old.target, target, int(time.time() * 1000),
                                              actor, message))
+
+    # -- transaction primitives ------------------------------------------------------------------
+    # Used only by ctxstore/repo/transaction.py, which checks every move under
+    # `transaction_lock()` and records it in the journal first (docs/format.md, "Transactions").
+    @abc.abstractmethod
+    def transaction_lock(self) -> AbstractContextManager:
+        """Exclusive across processes while a transaction checks and applies its moves."""
+
+    @abc.abstractmethod
+    def read_journal(self) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def write_journal(self, data: bytes) -> None:
+        """Durably replace the journal (temp file, fsync, rename, fsync directory)."""
+
+    @abc.abstractmethod
+    def remove_journal(self, fsync: bool) -> None: ...
+
+    @abc.abstractmethod
+    def read_op_head(self) -> str | None: ...
+
+    @abc.abstractmethod
+    def write_op_head(self, op_id: str, fsync: bool) -> None: ...
+
+    @abc.abstractmethod
+    def write_ref(self, name: str, value: str | None, fsync: bool) -> None:
+        """Set (or with None remove) a ref, or HEAD's content, with no check: the caller holds
+        the transaction lock and has checked."""
+
+    @abc.abstractmethod
+    def append_reflog(self, name: str, entry: ReflogEntry, fsync: bool) -> None: ...
+
+    def check_writable(self, name: str) -> None:
+        """Raise InvalidRefName if `name` cannot be created (checked before the commit point,
+        so that applying a journal never fails half-way)."""
+        check_ref_name(name)
+
+    def read_head_value(self) -> str | None:
+        """HEAD's content as the journal records it: "ref: NAME", an event id, or None."""
+        head = self.read_head()
+        if head.ref is not None:
+            return f"ref: {head.ref}"
+        return head.target
 
     def conflict(self, name: str, expected: str | None, actual: str | None) -> RefConflict:
         def show(v):

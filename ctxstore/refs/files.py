@@ -7,13 +7,15 @@ and a newline, `logs/<ref name>` holding one reflog line per move:
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..codec import is_full_id
 from ..errors import CorruptStore, InvalidRefName
-from ..lockfile import LockFile
+from ..lockfile import LockFile, fsync_dir
 from .base import ZERO, Head, ReflogEntry, RefStore
 from .names import HEAD, check_ref_name
 
@@ -168,3 +170,94 @@ class FileRefs(RefStore):
         with LockFile(self._log_path(name)) as lock:
             lock.write(b"".join(_format_entry(e) for e in entries))
             lock.commit()
+
+    # -- transaction primitives ----------------------------------------------------------------
+    # The files of docs/format.md, "Transactions": transaction.lock, journal, op-head.
+    @contextmanager
+    def transaction_lock(self):
+        fd = os.open(self.root / "transaction.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # dropped by the kernel if this process dies
+            yield self
+        finally:
+            os.close(fd)
+
+    def read_journal(self) -> bytes | None:
+        try:
+            return (self.root / "journal").read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def has_journal(self) -> bool:
+        return (self.root / "journal").exists()
+
+    def write_journal(self, data: bytes) -> None:
+        tmp = self.root / "journal.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.root / "journal")
+        fsync_dir(self.root)
+
+    def remove_journal(self, fsync: bool) -> None:
+        (self.root / "journal").unlink(missing_ok=True)
+        if fsync:
+            fsync_dir(self.root)
+
+    def read_op_head(self) -> str | None:
+        value = self._read_file(self.root / "op-head")
+        if value is not None and not is_full_id(value):
+            raise CorruptStore(f"{self.root / 'op-head'} holds {value[:80]!r}, not an operation id")
+        return value or None
+
+    def write_op_head(self, op_id: str, fsync: bool) -> None:
+        self._replace(self.root / "op-head", op_id, fsync)
+
+    def check_writable(self, name: str) -> None:
+        check_ref_name(name)
+        path = self._path(name)
+        if path.is_dir():
+            raise InvalidRefName(f"ref {name} conflicts with existing refs under {name}/")
+        for parent in path.relative_to(self.root).parents:
+            if parent.parts and (self.root / parent).is_file():
+                raise InvalidRefName(f"ref {name} conflicts with an existing ref {parent.as_posix()} "
+                                     f"(a name cannot be both a branch and a folder of branches)")
+
+    def write_ref(self, name: str, value: str | None, fsync: bool) -> None:
+        path = self._path(name)
+        if value is None:
+            path.unlink(missing_ok=True)
+            if fsync:
+                fsync_dir(path.parent)
+            return
+        if path.is_dir():
+            raise InvalidRefName(f"ref {name} conflicts with existing refs under {name}/")
+        try:
+            self._replace(path, value, fsync)
+        except (NotADirectoryError, FileExistsError):
+            raise InvalidRefName(f"ref {name} conflicts with an existing ref (a name cannot be "
+                                 f"both a branch and a folder of branches)") from None
+
+    def _replace(self, path: Path, value: str, fsync: bool) -> None:
+        """Write `value` to PATH.lock and rename it over PATH. Under the transaction lock, so a
+        lock file left by a killed process is simply overwritten."""
+        lock = path.with_name(path.name + ".lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, f"{value}\n".encode())
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(lock, path)
+        if fsync:
+            fsync_dir(path.parent)
+
+    def append_reflog(self, name: str, entry: ReflogEntry, fsync: bool) -> None:
+        self._append_reflog(name, entry, fsync=fsync)

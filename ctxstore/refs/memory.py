@@ -15,6 +15,9 @@ class MemoryRefs(RefStore):
         self._logs: dict[str, list[ReflogEntry]] = {}
         self._head = ""
         self._lock = threading.Lock()
+        self._tx_lock = threading.RLock()
+        self._journal: bytes | None = None
+        self._op_head: str | None = None
 
     def read(self, name: str) -> str | None:
         if name == HEAD:
@@ -57,3 +60,33 @@ class MemoryRefs(RefStore):
 
     def replace_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
         self._logs[name] = list(entries)
+
+    # -- transaction primitives ----------------------------------------------------------------
+    def transaction_lock(self):
+        return self._tx_lock
+
+    def read_journal(self) -> bytes | None:
+        return self._journal
+
+    def write_journal(self, data: bytes) -> None:
+        self._journal = data
+
+    def remove_journal(self, fsync: bool) -> None:
+        self._journal = None
+
+    def read_op_head(self) -> str | None:
+        return self._op_head
+
+    def write_op_head(self, op_id: str, fsync: bool) -> None:
+        self._op_head = op_id
+
+    def write_ref(self, name: str, value: str | None, fsync: bool) -> None:
+        if name == HEAD:
+            self._head = value or ""
+        elif value is None:
+            self._refs.pop(name, None)
+        else:
+            self._refs[name] = value
+
+    def append_reflog(self, name: str, entry: ReflogEntry, fsync: bool) -> None:
+        self._logs.setdefault(name, []).append(entry)

@@ -5,5 +5,7 @@ Everything above this package (features, porcelain, cli) reads and writes throug
 """
 
 from .repository import CTX_DIRNAME, AppendTransaction, Current, Repository, iter_session_refs
+from .transaction import Transaction
 
-__all__ = ["CTX_DIRNAME", "AppendTransaction", "Current", "Repository", "iter_session_refs"]
+__all__ = ["CTX_DIRNAME", "AppendTransaction", "Current", "Repository", "Transaction",
+           "iter_session_refs"]

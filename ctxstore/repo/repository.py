@@ -13,23 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import codec
 from .. import config as config_mod
 from ..clock import now_iso
-from ..errors import BadRevision, CtxError, InvalidInput, RefConflict, StoreNotFound
-from ..objects import DEFAULT_SESSION_CONFIG, Event, Session, is_valid_event_type
+from ..errors import BadRevision, CtxError, StoreNotFound
+from ..objects import Event, Session
 from ..refs import (
-    DEFAULT_BRANCH,
     SESSIONS_PREFIX,
     FileRefs,
     MemoryRefs,
     RefStore,
-    branch_ref,
     split_branch_ref,
 )
 from ..store import MemoryStore, ObjectStore
-from .eventcache import SESSION_MARK_EVERY, EventCache
+from .eventcache import EventCache
 from .graph import EventGraph
+from .transaction import Transaction, check_event, roll_forward
 
 CTX_DIRNAME = ".ctx"
 
@@ -63,6 +61,9 @@ class Repository:
         self.graph = EventGraph(store)
         self.session_marks = EventCache(path, "sessions")
         self._session_memo: dict[str, str] = {}
+        #: The command line operations record (the CLI sets it); None: "api: <what>".
+        self.command: str | None = None
+        self._open_transactions = 0
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -88,7 +89,11 @@ class Repository:
             raise StoreNotFound(f"no ctxstore at {ctx_dir} (run `ctx init`)")
         cfg = config_mod.load(root / "config.json")
         store = _open_pack_store(root / "objects", cfg, create=True)
-        return cls(root, store, FileRefs(root), cfg)
+        refs = FileRefs(root)
+        if refs.has_journal():  # a transaction was interrupted after its commit point
+            with refs.transaction_lock():
+                roll_forward(refs, fsync=True)
+        return cls(root, store, refs, cfg)
 
     @classmethod
     def discover(cls, store_path: str | None = None, cwd: str | None = None) -> Repository:
@@ -119,46 +124,12 @@ class Repository:
         self.close()
 
     # -- sessions ------------------------------------------------------------------------------
-    def new_session(self, title: str = "", goal: str = "", *, config: dict | None = None,
-                    ts: str | None = None, kind: str = "main", parent_session: str = "",
-                    spawn_event: str = "", origin: dict | None = None, nonce: str | None = None,
-                    cwd: str = "", repo_root: str = "", branch: str = DEFAULT_BRANCH,
-                    checkout: bool = True, actor: str = "ctx") -> tuple[str, str]:
-        """Create a session object, its SessionStarted root event and its first branch.
-
-        Returns (session id, root event id). Without a nonce every call makes a new session;
-        with one (importers use the source's session id) the same inputs give the same ids.
-        """
-        ts = ts or now_iso()
-        cfg = dict(DEFAULT_SESSION_CONFIG)
-        cfg.update(config or {})
-        session = Session(title=title, created=ts, config=cfg, cwd=cwd, repo_root=repo_root,
-                          parent_session=parent_session, spawn_event=spawn_event, kind=kind,
-                          origin=origin or {}, nonce=nonce if nonce is not None else os.urandom(8).hex())
-        sid = self.store.put_object(session)
-        payload: dict[str, Any] = {"session": sid}
-        if title:
-            payload["title"] = title
-        if goal:
-            payload["goal"] = goal
-        root = self.store.put_object(Event("SessionStarted", "system", payload, (), 1, ts))
-        self.store.flush()
-        ref = branch_ref(sid, branch)
-        current = self.refs.read(ref)
-        if current is None:
-            self.refs.set_if_equals(ref, None, root, actor=actor, message="session: created")
-        elif current != root and not self.graph.is_ancestor(root, current):
-            raise RefConflict(f"ref {ref} exists and does not descend from this session's root")
-        if checkout:
-            try:
-                self.refs.set_head_symbolic(ref, actor=actor,
-                                            message=f"checkout: new session {sid[:12]}")
-            except CtxError:
-                if current is None:  # undo the branch this call created: no half-made session
-                    self.refs.set_if_equals(ref, root, None, actor=actor,
-                                            message="session: creation rolled back")
-                raise
-        return sid, root
+    def new_session(self, title: str = "", goal: str = "", *, actor: str = "ctx",
+                    **kw: Any) -> tuple[str, str]:
+        """Create a session, its root event and first branch in one transaction (see
+        Transaction.new_session for the arguments). Returns (session id, root event id)."""
+        with self.transaction(actor=actor, message="new session") as tx:
+            return tx.new_session(title, goal, **kw)
 
     def session(self, session_id: str) -> Session:
         return self.store.get_typed(session_id, Session)
@@ -232,131 +203,35 @@ class Repository:
             raise AmbiguousId(f"session prefix {text} is ambiguous: {', '.join(m[:12] for m in matches[:3])}")
         return matches[0]
 
-    # -- appending -----------------------------------------------------------------------------
-    def transaction(self, ref: str | None = None, *, rebase: bool = False,
-                    actor: str = "ctx", message: str = "append") -> AppendTransaction:
-        """Append events to `ref` (default: HEAD's branch) and move it once, by CAS, at commit."""
-        if ref is None:
-            cur = self.current()
-            if cur.ref is None:
-                raise BadRevision("HEAD is detached: check out a branch (ctx checkout BRANCH) "
-                                  "or fork one (ctx fork NAME) before appending")
-            ref = cur.ref
-        tip = self.refs.read(ref)
-        if tip is None:
-            raise BadRevision(f"branch {ref} does not exist")
-        return AppendTransaction(self, ref, tip, rebase=rebase, actor=actor, message=message)
+    # -- writing -------------------------------------------------------------------------------
+    def transaction(self, ref: str | None = None, *, rebase: bool = True, actor: str = "ctx",
+                    message: str = "", command: str | None = None) -> Transaction:
+        """The one write path (repo/transaction.py): events and objects now, every ref move at
+        commit, atomically, as one operation. `ref` is the branch `append` writes to (default:
+        HEAD's); with `rebase` its appends move onto a new tip if another writer moved it."""
+        return Transaction(self, ref, rebase=rebase, actor=actor, message=message,
+                           command=command)
+
+    def head_branch(self) -> str:
+        """The branch HEAD names; BadRevision when HEAD is detached."""
+        cur = self.current()
+        if cur.ref is None:
+            raise BadRevision("HEAD is detached: check out a branch (ctx checkout BRANCH) "
+                              "or fork one (ctx fork NAME) before appending")
+        return cur.ref
 
     def make_event(self, type: str, actor: str = "system", payload: dict | None = None,
                    parents: tuple[str, ...] = (), causality: dict | None = None,
                    ts: str | None = None) -> Event:
-        if not is_valid_event_type(type):
-            raise InvalidInput(f"invalid event type {type!r}: use a core type (e.g. "
-                               f"UserPromptSubmitted) or a namespaced one (x.yourtool.Thing)")
-        if payload is not None and not isinstance(payload, dict):
-            raise InvalidInput("an event payload must be a JSON object")
+        """An event value with its generation computed (not stored: see Transaction.event)."""
+        check_event(type, payload)
         gen = 1 + max((self.graph.generation(p) for p in parents), default=0)
         return Event(type, actor, payload or {}, tuple(parents), gen, ts or now_iso(),
                      causality or {})
 
 
-class AppendTransaction:
-    """Many events, one durable flush, one ref move. A lost race raises RefConflict, or with
-    `rebase=True` re-parents the new events onto the ref's new tip and tries again.
-
-    Events are encoded straight from their field map (the same canonical bytes as
-    `Event.to_dict()`), and generations are tracked here, so a batch never re-reads its own
-    parents from the store."""
-
-    def __init__(self, repo: Repository, ref: str, tip: str, *, rebase: bool, actor: str,
-                 message: str) -> None:
-        self.repo = repo
-        self.ref = ref
-        self.base = tip
-        self.tip = tip
-        self.rebase = rebase
-        self.actor = actor
-        self.message = message
-        self.appended: list[str] = []
-        self._fields: list[dict[str, Any]] = []
-        self._gen: dict[str, int] = {}
-        parts = split_branch_ref(ref)
-        self._session = parts[0] if parts else None
-        self.committed = False
-
-    def _generation(self, eid: str) -> int:
-        gen = self._gen.get(eid)
-        return gen if gen is not None else self.repo.graph.generation(eid)
-
-    def append(self, type: str, actor: str = "system", payload: dict | None = None,
-               causality: dict | None = None, ts: str | None = None,
-               extra_parents: tuple[str, ...] = ()) -> str:
-        if not is_valid_event_type(type):
-            raise InvalidInput(f"invalid event type {type!r}: use a core type (e.g. "
-                               f"UserPromptSubmitted) or a namespaced one (x.yourtool.Thing)")
-        if payload is not None and not isinstance(payload, dict):
-            raise InvalidInput("an event payload must be a JSON object")
-        parents = [self.tip, *extra_parents]
-        gen = 1 + max(self._generation(p) for p in parents)
-        return self._put({"type": type, "actor": actor, "payload": payload or {},
-                          "parents": parents, "generation": gen, "ts": ts or now_iso(),
-                          "causality": causality or {}})
-
-    def append_event(self, ev: Event) -> str:
-        """Append a prepared event; its parents must include the current tip."""
-        if self.tip not in ev.parents:
-            raise InvalidInput("an appended event must name the branch tip as a parent")
-        return self._put(ev.to_dict())
-
-    def _put(self, fields: dict[str, Any]) -> str:
-        eid, body = codec.encode_object("event", fields)
-        self.repo.store.put_encoded(eid, "event", body)
-        if fields["generation"] % SESSION_MARK_EVERY == 0 and self._session:
-            self.repo.session_marks.put(eid, self._session)
-        self._fields.append(fields)
-        self._gen[eid] = fields["generation"]
-        self.appended.append(eid)
-        self.tip = eid
-        return eid
-
-    def _replay_onto(self, new_base: str) -> None:
-        """Re-create the appended events on top of `new_base` (new parents, so new ids)."""
-        mapping = {self.base: new_base}
-        old_ids, old_fields = self.appended, self._fields
-        self.base = self.tip = new_base
-        self.appended, self._fields = [], []
-        for old_id, f in zip(old_ids, old_fields, strict=True):
-            parents = [mapping.get(p, p) for p in f["parents"]]
-            gen = 1 + max(self._generation(p) for p in parents)
-            mapping[old_id] = self._put({**f, "parents": parents, "generation": gen})
-
-    def commit(self) -> str:
-        if self.committed or self.tip == self.base:
-            self.committed = True
-            return self.tip
-        refs = self.repo.refs
-        for _attempt in range(20):
-            self.repo.store.flush()  # objects durable before a ref names them
-            try:
-                refs.set_if_equals(self.ref, self.base, self.tip, actor=self.actor,
-                                   message=f"{self.message}: {len(self.appended)} event(s)")
-                self.committed = True
-                return self.tip
-            except RefConflict:
-                if not self.rebase:
-                    raise
-                now = refs.read(self.ref)
-                if now is None:
-                    raise
-                self._replay_onto(now)
-        raise RefConflict(f"ref {self.ref} kept moving; gave up after 20 rebases")
-
-    def __enter__(self) -> AppendTransaction:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
+#: The name writers used before there was one transaction type.
+AppendTransaction = Transaction
 
 
 def iter_session_refs(repo: Repository) -> Iterator[tuple[str, str, str]]:

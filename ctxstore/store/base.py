@@ -50,6 +50,11 @@ class ObjectStore(abc.ABC):
     def close(self) -> None:
         self.flush()
 
+    def end_transaction(self) -> None:
+        """Called when a repository transaction ends (committed or not): a store that holds a
+        lock against gc for its look-ups lets it go until the next one (store/gclock.py)."""
+        return None
+
     def __enter__(self):
         return self
 

@@ -66,6 +66,7 @@ class PackStore(ObjectStore):
         self._closed = False
         #: Shared from the first look-up that may lead to naming an object until close (gclock.py).
         self.gc_lock = GcLock(self.packs_dir)
+        self._relist = False
         self._list_packs()
 
     # -- the pack set ---------------------------------------------------------------------
@@ -170,7 +171,7 @@ class PackStore(ObjectStore):
         raise ObjectNotFound(f"no object {obj_id}")
 
     def __contains__(self, obj_id: object) -> bool:
-        self.gc_lock.share()
+        self._share()
         return type(obj_id) is str and self._find(obj_id) is not None
 
     def __iter__(self) -> Iterator[str]:
@@ -186,7 +187,7 @@ class PackStore(ObjectStore):
         return sum(1 for _ in self)
 
     def ids_with_prefix(self, prefix: str) -> Iterator[str]:
-        self.gc_lock.share()
+        self._share()
         self._refresh()
         seen: set[str] = set()
         for pack in list(self._order):
@@ -198,7 +199,7 @@ class PackStore(ObjectStore):
     def _known(self, obj_id: str) -> bool:
         """Presence check of put: the packs this process knows, with no directory listing (a
         racing duplicate costs a few bytes; a listing per put would cost half the speed)."""
-        self.gc_lock.share()
+        self._share()
         return self._find(obj_id, refresh=False) is not None
 
     def put(self, type_name: str, value: Any) -> str:
@@ -265,6 +266,21 @@ class PackStore(ObjectStore):
     def flush(self) -> None:
         if self._writer is not None:
             self._writer.sync()
+
+    def end_transaction(self) -> None:
+        """Release the shared gc lock between transactions, so gc can run beside a long-lived
+        writer. The next look-up takes it again and first re-lists the packs, dropping any gc
+        deleted meanwhile (an object found only in one of those must be written again)."""
+        if self.gc_lock.held:
+            self.gc_lock.release()
+            self._relist = True
+
+    def _share(self) -> None:
+        if not self.gc_lock.held:
+            self.gc_lock.share()
+            if self._relist:
+                self._relist = False
+                self._list_packs()
 
     def close(self) -> None:
         if self._closed:

@@ -1,0 +1,509 @@
+"""The one write path: a repository transaction builds events, stores objects, and moves any
+number of refs (branches and HEAD) atomically, recording one operation in the operation log.
+
+Every writer uses it — the context manager, `append --batch`, the importers, the LangGraph
+saver, compaction and merge, unpack, new sessions, fork/branch/reset/checkout, undo — so the
+rules live here once: generation = max(parent generations) + 1, a session mark every 256th
+generation, objects durable before a ref names them, a lost race on an append-only branch
+re-parents the new events onto the new tip, any other lost race is a RefConflict with nothing
+written. The bytes on disk and their ordering are specified in docs/format.md, "Transactions".
+
+    with repo.transaction(message="append") as tx:      # appends to HEAD's branch
+        tx.append("UserPromptSubmitted", "user", {"text": "hi"})
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import codec
+from ..clock import now_iso
+from ..errors import BadRevision, CorruptStore, InvalidInput, RefConflict
+from ..objects import DEFAULT_SESSION_CONFIG, Event, Operation, Session, is_valid_event_type
+from ..refs import (
+    DEFAULT_BRANCH,
+    HEAD,
+    ReflogEntry,
+    RefStore,
+    branch_ref,
+    check_ref_name,
+    split_branch_ref,
+)
+from .eventcache import SESSION_MARK_EVERY
+
+if TYPE_CHECKING:
+    from .repository import Repository
+
+JOURNAL_VERSION = 1
+_UNSET: Any = object()
+
+
+# ---------------------------------------------------------------------------------------------
+# The journal (docs/format.md, "Transactions")
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Move:
+    """One ref move. For HEAD, `old`/`new` are HEAD's content ("ref: NAME" or an event id)."""
+
+    ref: str
+    old: str | None
+    new: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class Journal:
+    op: str
+    ts_ms: int
+    actor: str
+    moves: tuple[Move, ...]
+
+    def encode(self) -> bytes:
+        doc = {"actor": self.actor, "moves": [[m.ref, m.old, m.new, m.message] for m in self.moves],
+               "op": self.op, "ts_ms": self.ts_ms, "version": JOURNAL_VERSION}
+        return (json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                + "\n").encode("utf-8")
+
+    @classmethod
+    def decode(cls, data: bytes, where: str = "journal") -> Journal:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            if doc.get("version") != JOURNAL_VERSION:
+                raise ValueError(f"unknown journal version {doc.get('version')!r}")
+            moves = tuple(Move(str(r), o, n, str(m)) for r, o, n, m in doc["moves"])
+            return cls(str(doc["op"]), int(doc["ts_ms"]), str(doc["actor"]), moves)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            raise CorruptStore(f"{where}: not a transaction journal ({exc}); the moves of the "
+                               f"interrupted transaction cannot be replayed") from None
+
+
+def _target(refs: RefStore, value: str | None, state: dict[str, str | None]) -> str | None:
+    """The event a HEAD content names, with `state` overriding the stored refs."""
+    if value is None or not value.startswith("ref: "):
+        return value
+    name = value[5:]
+    return state[name] if name in state else refs.read(name)
+
+
+def apply_journal(refs: RefStore, journal: Journal, *, fsync: bool, recovering: bool) -> None:
+    """Step 7 of the write ordering: reflog lines and ref files in journal order, then op-head.
+
+    When `recovering` (a previous process died after the commit point), a ref already at its
+    new value is left alone, and a reflog line already written is not written twice."""
+    head_move = next((m for m in journal.moves if m.ref == HEAD), None)
+    head_before = head_move.old if head_move is not None else refs.read_head_value()
+    before = {m.ref: m.old for m in journal.moves if m.ref != HEAD}
+    after = {m.ref: m.new for m in journal.moves if m.ref != HEAD}
+    for m in journal.moves:
+        if m.ref == HEAD:
+            entry = ReflogEntry(_target(refs, m.old, before), _target(refs, m.new, after),
+                                journal.ts_ms, journal.actor, m.message)
+            current = refs.read_head_value()
+        else:
+            entry = ReflogEntry(m.old, m.new, journal.ts_ms, journal.actor, m.message)
+            current = refs.read(m.ref)
+        if recovering:
+            if current == m.new or current != m.old:
+                continue  # applied before the crash, or moved since by a writer outside this layer
+            _log_once(refs, m.ref, entry, fsync)
+        else:
+            refs.append_reflog(m.ref, entry, fsync)
+        if m.ref != HEAD and head_before == f"ref: {m.ref}":
+            if recovering:
+                _log_once(refs, HEAD, entry, fsync)
+            else:
+                refs.append_reflog(HEAD, entry, fsync)
+        refs.write_ref(m.ref, m.new, fsync)
+    refs.write_op_head(journal.op, fsync)
+
+
+def _log_once(refs: RefStore, name: str, entry: ReflogEntry, fsync: bool) -> None:
+    last = refs.reflog(name)[-1:]
+    if last and (last[0].old, last[0].new, last[0].ts_ms) == (entry.old, entry.new, entry.ts_ms):
+        return
+    refs.append_reflog(name, entry, fsync)
+
+
+def roll_forward(refs: RefStore, *, fsync: bool = False) -> bool:
+    """Finish an interrupted transaction (the caller holds the transaction lock). True if a
+    journal was found and applied."""
+    data = refs.read_journal()
+    if data is None:
+        return False
+    apply_journal(refs, Journal.decode(data), fsync=fsync, recovering=True)
+    refs.remove_journal(fsync)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Appends to one branch
+# ---------------------------------------------------------------------------------------------
+
+class BranchAppend:
+    """The events a transaction appends to one branch, in order: each names the previous tip as
+    its first parent. Rebased at commit if the branch moved meanwhile."""
+
+    def __init__(self, tx: Transaction, ref: str, base: str, rebase: bool) -> None:
+        self.tx = tx
+        self.ref = ref
+        self.base = base
+        self.tip = base
+        self.rebase = rebase
+        self.appended: list[str] = []
+        self._fields: list[dict[str, Any]] = []
+        parts = split_branch_ref(ref)
+        self.session = parts[0] if parts else None
+
+    def add(self, fields: dict[str, Any]) -> str:
+        """Store one prepared field map (parents must start with the tip) and advance the tip."""
+        eid = self.tx.put_event(fields, self.session)
+        self._fields.append(fields)
+        self.appended.append(eid)
+        self.tip = eid
+        return eid
+
+    def replay_onto(self, new_base: str) -> None:
+        """Re-create the appended events on top of `new_base` (new parents, so new ids)."""
+        mapping = {self.base: new_base}
+        old_ids, old_fields = self.appended, self._fields
+        self.base = self.tip = new_base
+        self.appended, self._fields = [], []
+        gen = self.tx.generation
+        for old_id, f in zip(old_ids, old_fields, strict=True):
+            parents = [mapping.get(p, p) for p in f["parents"]]
+            mapping[old_id] = self.add({**f, "parents": parents,
+                                        "generation": 1 + max(gen(p) for p in parents)})
+
+
+# ---------------------------------------------------------------------------------------------
+# The transaction
+# ---------------------------------------------------------------------------------------------
+
+def default_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+
+
+class Transaction:
+    """Objects now, ref moves at `commit()`, all or nothing. See the module docstring.
+
+    `ref` is the default branch for `append` (HEAD's branch if not given, resolved on first
+    use). `rebase` lets that branch's appends move onto a new tip if another writer moved it.
+    `message` describes the operation (and prefixes the appends' reflog lines)."""
+
+    def __init__(self, repo: Repository, ref: str | None = None, *, rebase: bool = True,
+                 actor: str = "ctx", message: str = "", command: str | None = None) -> None:
+        self.repo = repo
+        self.store = repo.store
+        self.refs = repo.refs
+        self.ref = ref
+        self.rebase = rebase
+        self.actor = actor
+        self.message = message
+        self.command = command
+        self._branches: dict[str, BranchAppend] = {}
+        self._moves: dict[str, tuple[str | None, str | None, str]] = {}  # ref: (expect, new, msg)
+        self._head: tuple[str | None, str, str] | None = None  # (expected content, new, msg)
+        self._gen: dict[str, int] = {}
+        self.committed = False
+        self.op_id: str | None = None
+        self._closed = False
+        repo._open_transactions += 1
+
+    # -- reading through the transaction -------------------------------------------------------
+    def read(self, ref: str) -> str | None:
+        """A ref's value as this transaction will leave it."""
+        if ref in self._branches:
+            return self._branches[ref].tip
+        if ref in self._moves:
+            return self._moves[ref][1]
+        return self.refs.read(ref)
+
+    def generation(self, eid: str) -> int:
+        gen = self._gen.get(eid)
+        return gen if gen is not None else self.repo.graph.generation(eid)
+
+    # -- events ----------------------------------------------------------------------------------
+    def put_event(self, fields: dict[str, Any], session: str | None = None) -> str:
+        """Store an event field map (Event.to_dict() form) as is; mark it with its session every
+        SESSION_MARK_EVERY generations. The one place events are written."""
+        eid, body = codec.encode_object("event", fields)
+        self.store.put_encoded(eid, "event", body)
+        gen = fields["generation"]
+        self._gen[eid] = gen
+        if session and gen % SESSION_MARK_EVERY == 0:
+            self.repo.session_marks.put(eid, session)
+        return eid
+
+    def event_fields(self, type: str, actor: str = "system", payload: dict | None = None,
+                     parents: Iterable[str] = (), causality: dict | None = None,
+                     ts: str | None = None) -> dict[str, Any]:
+        """A checked event field map: generation = max(parent generations) + 1."""
+        check_event(type, payload)
+        parents = list(parents)
+        gen = 1 + max((self.generation(p) for p in parents), default=0)
+        return {"type": type, "actor": actor, "payload": payload or {}, "parents": parents,
+                "generation": gen, "ts": ts or now_iso(), "causality": causality or {}}
+
+    def event(self, type: str, actor: str = "system", payload: dict | None = None,
+              parents: Iterable[str] = (), causality: dict | None = None, ts: str | None = None,
+              *, session: str | None = None) -> str:
+        """Store one event on any parents (no ref moves): importers build histories this way
+        and name their tips with `set_ref` at the end."""
+        return self.put_event(self.event_fields(type, actor, payload, parents, causality, ts),
+                              session)
+
+    # -- appends to branches ---------------------------------------------------------------------
+    def branch(self, ref: str | None = None, *, rebase: bool | None = None) -> BranchAppend:
+        """The appends to `ref` (default: this transaction's branch, else HEAD's)."""
+        if ref is None:
+            ref = self.ref
+        if ref is None:
+            ref = self.ref = self.repo.head_branch()
+        br = self._branches.get(ref)
+        if br is None:
+            if ref in self._moves:
+                raise InvalidInput(f"{ref}: a transaction cannot both move and append to a ref")
+            tip = self.refs.read(ref)
+            if tip is None:
+                raise BadRevision(f"branch {ref} does not exist")
+            br = self._branches[ref] = BranchAppend(
+                self, ref, tip, self.rebase if rebase is None else rebase)
+        return br
+
+    @property
+    def tip(self) -> str:
+        return self.branch().tip
+
+    @property
+    def base(self) -> str:
+        return self.branch().base
+
+    @property
+    def appended(self) -> list[str]:
+        return self.branch().appended
+
+    def append(self, type: str, actor: str = "system", payload: dict | None = None,
+               causality: dict | None = None, ts: str | None = None,
+               extra_parents: tuple[str, ...] = (), *, ref: str | None = None) -> str:
+        """Append one event on the branch's tip (plus `extra_parents`, e.g. a merge)."""
+        br = self.branch(ref)
+        return br.add(self.event_fields(type, actor, payload, (br.tip, *extra_parents),
+                                        causality, ts))
+
+    def append_event(self, ev: Event, *, ref: str | None = None) -> str:
+        """Append a prepared event; its parents must include the branch tip."""
+        br = self.branch(ref)
+        if br.tip not in ev.parents:
+            raise InvalidInput("an appended event must name the branch tip as a parent")
+        return br.add(ev.to_dict())
+
+    # -- other ref moves -------------------------------------------------------------------------
+    def set_ref(self, name: str, new: str | None, *, expected: str | None = _UNSET,
+                message: str = "") -> None:
+        """Move `name` to `new` (None deletes it) at commit, if it still holds `expected` (default:
+        what it holds now). Never rebased: a ref that moved meanwhile fails the commit."""
+        if name == HEAD:
+            raise InvalidInput("use set_head to move HEAD")
+        if name in self._branches:
+            raise InvalidInput(f"{name}: a transaction cannot both append to and move a ref")
+        if name in self._moves:
+            old = self._moves[name][0]
+        else:
+            old = self.refs.read(name) if expected is _UNSET else expected
+        self._moves[name] = (old, new, message or self.message)
+
+    def create_ref(self, name: str, new: str, *, message: str = "") -> None:
+        self.set_ref(name, new, expected=None, message=message)
+
+    def delete_ref(self, name: str, *, message: str = "") -> None:
+        self.set_ref(name, None, message=message)
+
+    def set_head(self, *, ref: str | None = None, detached: str | None = None,
+                 message: str = "", expected: str | None = _UNSET) -> None:
+        """Point HEAD at branch `ref` (symbolic) or at event `detached`, at commit."""
+        if (ref is None) == (detached is None):
+            raise InvalidInput("set_head needs exactly one of ref and detached")
+        if ref is not None:
+            check_ref_name(ref)
+        self.set_head_value(f"ref: {ref}" if ref is not None else detached, message=message,
+                            expected=expected)
+
+    def set_head_value(self, value: str | None, *, message: str = "",
+                       expected: str | None = _UNSET) -> None:
+        """Set HEAD's content as the journal records it ("ref: NAME", an id, or None for no
+        HEAD at all, as in a new store): undo and op restore put back what they find."""
+        if self._head is not None:
+            old = self._head[0]
+        else:
+            old = self.refs.read_head_value() if expected is _UNSET else expected
+        self._head = (old, value, message or self.message)
+
+    # -- sessions --------------------------------------------------------------------------------
+    def new_session(self, title: str = "", goal: str = "", *, config: dict | None = None,
+                    ts: str | None = None, kind: str = "main", parent_session: str = "",
+                    spawn_event: str = "", origin: dict | None = None, nonce: str | None = None,
+                    cwd: str = "", repo_root: str = "", branch: str = DEFAULT_BRANCH,
+                    checkout: bool = True) -> tuple[str, str]:
+        """A session object, its SessionStarted root event and its first branch (created at
+        commit; HEAD moves there too with `checkout`). Returns (session id, root event id).
+
+        Without a nonce every call makes a new session; with one (importers use the source's
+        session id) the same inputs give the same ids, and a branch that already exists and
+        descends from the root is left as it is."""
+        ts = ts or now_iso()
+        cfg = dict(DEFAULT_SESSION_CONFIG)
+        cfg.update(config or {})
+        session = Session(title=title, created=ts, config=cfg, cwd=cwd, repo_root=repo_root,
+                          parent_session=parent_session, spawn_event=spawn_event, kind=kind,
+                          origin=origin or {},
+                          nonce=nonce if nonce is not None else os.urandom(8).hex())
+        sid = self.store.put_object(session)
+        payload: dict[str, Any] = {"session": sid}
+        if title:
+            payload["title"] = title
+        if goal:
+            payload["goal"] = goal
+        root = self.event("SessionStarted", "system", payload, (), ts=ts, session=sid)
+        ref = branch_ref(sid, branch)
+        current = self.read(ref)
+        if current is None:
+            self.create_ref(ref, root, message="session: created")
+        elif current != root and not self.repo.graph.is_ancestor(root, current):
+            raise RefConflict(f"ref {ref} exists and does not descend from this session's root")
+        if checkout:
+            self.set_head(ref=ref, message=f"checkout: new session {sid[:12]}")
+        return sid, root
+
+    # -- commit ----------------------------------------------------------------------------------
+    def _planned(self) -> list[Move]:
+        moves = [Move(ref, br.base, br.tip,
+                      f"{self.message or 'append'}: {len(br.appended)} event(s)")
+                 for ref, br in self._branches.items() if br.tip != br.base]
+        moves += [Move(ref, old, new, msg) for ref, (old, new, msg) in self._moves.items()
+                  if old != new]
+        moves.sort(key=lambda m: m.ref)
+        if self._head is not None and self._head[0] != self._head[1]:
+            moves.append(Move(HEAD, *self._head))
+        return moves
+
+    def _check(self) -> None:
+        """Step 4 (under the lock): expected values still hold; append-only branches rebase."""
+        refs = self.refs
+        for ref, br in self._branches.items():
+            if br.tip == br.base:
+                continue
+            now = refs.read(ref)
+            if now != br.base:
+                if not br.rebase or now is None:
+                    raise refs.conflict(ref, br.base, now)
+                br.replay_onto(now)
+        for ref, (old, new, _msg) in self._moves.items():
+            now = refs.read(ref)
+            if now != old and now != new:  # already at `new`: nothing to do, not a conflict
+                raise refs.conflict(ref, old, now)
+            if new is not None:
+                refs.check_writable(ref)
+        if self._head is not None:
+            now = refs.read_head_value()
+            if now != self._head[0] and now != self._head[1]:
+                raise refs.conflict(HEAD, self._head[0], now)
+
+    def commit(self) -> str | None:
+        """Apply every ref move at once and record the operation; returns its id (None when
+        nothing moved). Raises RefConflict, with nothing written, when a ref that cannot be
+        rebased moved since the transaction read it."""
+        if self.committed:
+            return self.op_id
+        if self._closed:
+            raise InvalidInput("the transaction was aborted")
+        try:
+            if any(br.tip != br.base for br in self._branches.values()) or self._moves or \
+                    self._head is not None:
+                self._commit_locked()
+            self.committed = True
+        finally:
+            self._close()
+        return self.op_id
+
+    def _commit_locked(self) -> None:
+        refs = self.refs
+        always = self.repo.config.get("durability") == "always"
+        with refs.transaction_lock():
+            roll_forward(refs, fsync=always)
+            self._check()
+            # moves are re-read now: a ref that already holds its new value is not moved
+            moves = [m for m in self._planned()
+                     if (refs.read_head_value() if m.ref == HEAD else refs.read(m.ref)) != m.new]
+            if not moves:
+                return
+            parent = refs.read_op_head()
+            op = Operation(parents=(parent,) if parent else (), time=now_iso(),
+                           user=default_user(), host=socket.gethostname(),
+                           command=self.command or self.repo.command or f"api: {self.message}",
+                           description=self._description(moves),
+                           changes=tuple((m.ref, m.old, m.new) for m in moves))
+            self.op_id = self.store.put_object(op)
+            self.store.flush()  # step 5: every object a ref will name is durable
+            journal = Journal(self.op_id, int(time.time() * 1000), self.actor, tuple(moves))
+            refs.write_journal(journal.encode())  # step 6: the commit point
+            apply_journal(refs, journal, fsync=always, recovering=False)
+            refs.remove_journal(always)
+
+    def _description(self, moves: list[Move]) -> str:
+        if len(moves) == 1:
+            return moves[0].message
+        return f"{self.message or moves[0].message} ({len(moves)} refs)"
+
+    def abort(self) -> None:
+        """Drop the staged moves (objects already stored stay, unnamed, for gc)."""
+        self._close()
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.repo._open_transactions -= 1
+        if self.repo._open_transactions == 0:
+            self.store.end_transaction()  # let gc run between transactions (store/gclock.py)
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def check_event(type: str, payload: Any) -> None:
+    if not is_valid_event_type(type):
+        raise InvalidInput(f"invalid event type {type!r}: use a core type (e.g. "
+                           f"UserPromptSubmitted) or a namespaced one (x.yourtool.Thing)")
+    if payload is not None and not isinstance(payload, dict):
+        raise InvalidInput("an event payload must be a JSON object")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command line an operation records: `ctx reset main~2`."""
+    import shlex
+
+    argv = sys.argv if argv is None else argv
+    prog = os.path.basename(argv[0]) if argv else "ctx"
+    return shlex.join(["ctx" if prog in ("ctx", "__main__.py", "-m") else prog, *argv[1:]])
+
+
+__all__ = ["BranchAppend", "Journal", "Move", "Transaction", "apply_journal", "check_event",
+           "command_line", "roll_forward"]
