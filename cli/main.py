@@ -14,11 +14,12 @@ import click
 from ctxstore import __version__
 from ctxstore.errors import CtxError, IOFailure
 from ctxstore.repo import Repository
+from ctxstore.repo.transaction import command_line
 
 #: Command modules, in the order `ctx --help` lists their commands' families.
 COMMAND_MODULES = (
     "cmd_store", "cmd_sessions", "cmd_history", "cmd_branches", "cmd_context",
-    "cmd_compact", "cmd_import", "cmd_transfer", "cmd_maintenance", "cmd_demo",
+    "cmd_compact", "cmd_import", "cmd_transfer", "cmd_maintenance", "cmd_op", "cmd_demo",
 )
 
 
@@ -33,6 +34,7 @@ class State:
     def repo(self) -> Repository:
         if self._repo is None:
             self._repo = Repository.discover(self.store_path)
+            self._repo.command = command_line()  # what its operations record
         return self._repo
 
     def close(self) -> None:

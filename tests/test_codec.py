@@ -36,6 +36,12 @@ GOLDEN = [
     ("event", {"type": "UserPromptSubmitted", "actor": "user", "payload": {"text": "fix the test"},
                "parents": [], "generation": 1, "ts": "2026-01-01T00:00:00.000Z", "causality": {}},
      None, "99db66a954598bfa01fa2ca8c843ca04243f1ac1d196f1a7a94585ddb31a8ea6"),
+    ("operation", {"parents": [], "time": "2026-01-01T00:00:00.000Z", "user": "ada", "host": "box",
+                   "command": "ctx new", "description": "new session",
+                   "changes": [["refs/sessions/5e671f4fe10844dc1c0036e3042781ff3c86c34e2e154505fb"
+                                "2a52caf6b977d6/main", None,
+                                "99db66a954598bfa01fa2ca8c843ca04243f1ac1d196f1a7a94585ddb31a8ea6"]]},
+     None, "42461960edc59b20cafe8882b66760b2285413dba28e943cee24c5b462a1b86e"),
 ]
 
 

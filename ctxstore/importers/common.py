@@ -22,9 +22,9 @@ from typing import Any
 
 from .. import codec
 from ..chunking import ChunkParams, put_large
-from ..objects import Artifact, Compaction, Event, Message, ToolCallBlock, ToolResultBlock
+from ..objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock
 from ..refs import branch_ref
-from ..repo import Repository
+from ..repo import Repository, Transaction
 from .records import MALFORMED, keep_line
 
 PREVIEW_CHARS = 280  # event payload previews; the message holds the whole text
@@ -94,9 +94,12 @@ class ImportReport:
 class ImportContext:
     """State shared by all files of one `import_paths` call: repo, report, cross-file links."""
 
-    def __init__(self, repo: Repository, progress: Progress | None = None,
+    def __init__(self, repo: Repository, tx: Transaction, progress: Progress | None = None,
                  total_bytes: int = 0) -> None:
         self.repo = repo
+        #: the one transaction of the whole import: every session's refs move at its commit,
+        #: together (one operation, undone as one; a killed import leaves no session behind)
+        self.tx = tx
         self.report = ImportReport()
         self.progress = progress
         self.total_bytes = total_bytes
@@ -245,10 +248,10 @@ class SessionBuilder:
         self.fmt = fmt
         self.file = file
         self.last_ts = good_ts(ts) or EPOCH
-        self.sid, self.root = self.repo.new_session(
+        self.tx = ctx.tx
+        self.sid, self.root = self.tx.new_session(
             title=title, ts=self.last_ts, kind=kind, parent_session=parent_session,
-            spawn_event=spawn_event, origin=origin, nonce=nonce, cwd=cwd, checkout=False,
-            actor="ctx-import")
+            spawn_event=spawn_event, origin=origin, nonce=nonce, cwd=cwd, checkout=False)
         ctx.sessions[(fmt, source_id, agent)] = self.sid
         self.stats = SessionStats(self.sid, fmt, file, source_id, kind,
                                   parent_session=parent_session, spawn_event=spawn_event)
@@ -361,11 +364,11 @@ class SessionBuilder:
                 causality.get("message_id", ""), self.ctx.chunking)}
             self._line_messages = []
         line = self.lines[self.cur]
-        ev = Event(type, actor, payload, (line[0],), line[1] + 1, ts or self.last_ts, causality)
-        eid, body = codec.encode_object("event", ev.to_dict())
-        if eid not in self.store:
-            self.store.put_body("event", body)
-            self.stats.new_events += 1
+        eid, new = self.tx.put_new_event(
+            {"type": type, "actor": actor, "payload": payload, "parents": [line[0]],
+             "generation": line[1] + 1, "ts": ts or self.last_ts, "causality": causality},
+            self.sid)
+        self.stats.new_events += new
         line[0], line[1] = eid, line[1] + 1
         self.stats.events += 1
         return eid
@@ -433,11 +436,11 @@ class SessionBuilder:
         return names
 
     def finish(self) -> None:
-        self.store.flush()
-        refs, graph = self.repo.refs, self.repo.graph
+        """Stage the branch moves; they happen when the import's transaction commits."""
+        tx, graph = self.tx, self.repo.graph
         for name, tip in self.branch_names().items():
             ref = branch_ref(self.sid, name)
-            cur = refs.read(ref)
+            cur = tx.read(ref)
             self.stats.branches[name] = tip
             if cur == tip:
                 continue
@@ -450,5 +453,4 @@ class SessionBuilder:
             if cur is not None and cur != self.root and not graph.is_ancestor(cur, tip):
                 self.ctx.report.notes.append(f"{self.file}: branch {name} rewritten by the source "
                                              f"(old tip {cur[:12]} kept in the reflog)")
-            refs.set_if_equals(ref, cur, tip, actor="ctx-import",
-                               message=f"import: {self.fmt} {self.file}")
+            tx.set_ref(ref, tip, message=f"import: {self.fmt} {self.file}")

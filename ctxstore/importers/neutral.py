@@ -130,15 +130,14 @@ def import_file(ctx: ImportContext, path: Path) -> None:
     if stats is None:
         ctx.warn(path.name, 1, "no session header line; nothing imported")
         return
-    ctx.repo.store.flush()
-    refs, graph = ctx.repo.refs, ctx.repo.graph
+    tx, graph = ctx.tx, ctx.repo.graph
     for name, tip in branches.items():
         ref = branch_ref(stats.session, name)
-        cur = refs.read(ref)
+        cur = tx.read(ref)
         stats.branches[name] = tip
         if tip not in ctx.repo.store:
             ctx.warn(path.name, 0, f"branch {name} names a missing event {tip[:12]}")
             continue
         if cur == tip or (cur is not None and graph.is_ancestor(tip, cur)):
             continue
-        refs.set_if_equals(ref, cur, tip, actor="ctx-import", message=f"import: jsonl {path.name}")
+        tx.set_ref(ref, tip, message=f"import: jsonl {path.name}")

@@ -45,16 +45,16 @@ def import_paths(repo: Repository, paths: list, format: str | None = None, stric
 
 def _run(repo: Repository, files, progress: Progress | None) -> ImportReport:
     total = sum(os.path.getsize(f) for f, _ in files)
-    ctx = ImportContext(repo, progress, total)
-    for path, fmt in files:
-        ctx.report.files += 1
-        ctx.report.bytes += os.path.getsize(path)
-        if fmt is None:
-            ctx.warn(path.name, 0, "cannot tell the transcript format (empty or not JSONL); "
-                                   "skipped; pass the format explicitly")
-            continue
-        _IMPORTERS[fmt](ctx, path)
-    repo.store.flush()
+    with repo.transaction(actor="ctx-import", message=f"import: {len(files)} file(s)") as tx:
+        ctx = ImportContext(repo, tx, progress, total)
+        for path, fmt in files:
+            ctx.report.files += 1
+            ctx.report.bytes += os.path.getsize(path)
+            if fmt is None:
+                ctx.warn(path.name, 0, "cannot tell the transcript format (empty or not JSONL); "
+                                       "skipped; pass the format explicitly")
+                continue
+            _IMPORTERS[fmt](ctx, path)
     return ctx.report
 
 
@@ -92,7 +92,5 @@ class _OverlayStore(ObjectStore):
 
 
 def _overlay(repo: Repository) -> Repository:
-    refs = MemoryRefs()
-    for name, tip in repo.refs.iter_refs("refs/"):
-        refs.set_if_equals(name, None, tip, message="overlay")
-    return Repository(None, _OverlayStore(repo.store), refs, dict(repo.config))
+    return Repository(None, _OverlayStore(repo.store), MemoryRefs.copy_of(repo.refs),
+                      dict(repo.config))

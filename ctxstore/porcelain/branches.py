@@ -35,7 +35,8 @@ def create_branch(repo: Repository, name: str, rev: str | None = None) -> tuple[
     ref = branch_ref(session, name)
     if repo.refs.read(ref) is not None:
         raise BadRevision(f"branch {name!r} already exists")
-    repo.refs.set_if_equals(ref, None, tip, message=f"branch: created from {rev or 'HEAD'}")
+    with repo.transaction(message=f"branch: created from {rev or 'HEAD'}") as tx:
+        tx.create_ref(ref, tip)
     return ref, tip
 
 
@@ -49,14 +50,24 @@ def delete_branch(repo: Repository, name: str) -> str:
         raise RefNotFound(f"no branch {name!r} in this session")
     if cur.ref == ref:
         raise BadRevision(f"cannot delete branch {name!r}: HEAD is on it (checkout another first)")
-    repo.refs.set_if_equals(ref, tip, None, message="branch: deleted")
+    with repo.transaction(message=f"branch: deleted {name}") as tx:
+        tx.set_ref(ref, None, expected=tip)
     return tip
 
 
 def fork(repo: Repository, name: str, at: str | None = None) -> tuple[str, str]:
-    """A new branch at REV (default HEAD) and switch to it; the old branch is untouched."""
-    ref, tip = create_branch(repo, name, at)
-    repo.refs.set_head_symbolic(ref, message=f"fork: moving to {name}")
+    """A new branch at REV (default HEAD) and switch to it, as one operation; the old branch is
+    untouched."""
+    check_branch_name(name)
+    tip = resolve_event(repo, at or HEAD)
+    session = session_of(repo, tip)
+    repo.check_same_session(tip, session, at or HEAD)
+    ref = branch_ref(session, name)
+    if repo.refs.read(ref) is not None:
+        raise BadRevision(f"branch {name!r} already exists")
+    with repo.transaction(message=f"fork: {name} from {at or 'HEAD'}") as tx:
+        tx.create_ref(ref, tip, message=f"branch: created from {at or 'HEAD'}")
+        tx.set_head(ref=ref, message=f"fork: moving to {name}")
     return ref, tip
 
 
@@ -69,10 +80,12 @@ def checkout(repo: Repository, rev: str) -> tuple[str | None, str]:
             resolve_event(repo, rev)  # raises: HEAD names no event yet
         return head.ref, head.target  # type: ignore[return-value]
     if ref is not None:
-        repo.refs.set_head_symbolic(ref, message=f"checkout: moving to {rev}")
+        with repo.transaction(message=f"checkout: moving to {rev}") as tx:
+            tx.set_head(ref=ref)
         return ref, repo.refs.read(ref)  # type: ignore[return-value]
     tip = resolve_event(repo, rev)
-    repo.refs.set_head_detached(tip, message=f"checkout: moving to {rev} (detached)")
+    with repo.transaction(message=f"checkout: moving to {rev} (detached)") as tx:
+        tx.set_head(detached=tip)
     return None, tip
 
 
@@ -87,7 +100,8 @@ def reset(repo: Repository, rev: str) -> tuple[str, str, str]:
     if cur.session:
         repo.check_same_session(target, cur.session, rev)
     old = repo.refs.read(cur.ref)
-    repo.refs.set_if_equals(cur.ref, old, target, message=f"reset: moving to {rev}")
+    with repo.transaction(message=f"reset: moving to {rev}") as tx:
+        tx.set_ref(cur.ref, target, expected=old)
     return cur.ref, old or "", target
 
 

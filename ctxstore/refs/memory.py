@@ -19,6 +19,14 @@ class MemoryRefs(RefStore):
         self._journal: bytes | None = None
         self._op_head: str | None = None
 
+    @classmethod
+    def copy_of(cls, other: RefStore) -> MemoryRefs:
+        """Every ref and HEAD of `other`, without reflogs: a scratch copy for dry runs."""
+        refs = cls()
+        refs._refs = dict(other.iter_refs("refs/"))
+        refs._head = other.read_head_value() or ""
+        return refs
+
     def read(self, name: str) -> str | None:
         if name == HEAD:
             return self.read_head().target

@@ -158,6 +158,11 @@ class BranchAppend:
         self.base = base
         self.tip = base
         self.rebase = rebase
+        #: if the branch is deleted before the commit, drop these appends instead of failing
+        self.drop_if_deleted = False
+        self.dropped = False
+        self.rebased = False
+        self.message: str | None = None  # the reflog message (default: the transaction's)
         self.appended: list[str] = []
         self._fields: list[dict[str, Any]] = []
         parts = split_branch_ref(ref)
@@ -171,8 +176,14 @@ class BranchAppend:
         self.tip = eid
         return eid
 
+    @property
+    def fields(self) -> list[dict[str, Any]]:
+        """The appended events' field maps, in order (after a rebase: the re-created ones)."""
+        return list(self._fields)
+
     def replay_onto(self, new_base: str) -> None:
         """Re-create the appended events on top of `new_base` (new parents, so new ids)."""
+        self.rebased = True
         mapping = {self.base: new_base}
         old_ids, old_fields = self.appended, self._fields
         self.base = self.tip = new_base
@@ -238,13 +249,20 @@ class Transaction:
     def put_event(self, fields: dict[str, Any], session: str | None = None) -> str:
         """Store an event field map (Event.to_dict() form) as is; mark it with its session every
         SESSION_MARK_EVERY generations. The one place events are written."""
+        return self.put_new_event(fields, session)[0]
+
+    def put_new_event(self, fields: dict[str, Any],
+                      session: str | None = None) -> tuple[str, bool]:
+        """put_event, also telling whether the store lacked the event (importers count them)."""
         eid, body = codec.encode_object("event", fields)
-        self.store.put_encoded(eid, "event", body)
+        new = eid not in self.store
+        if new:
+            self.store.put_encoded(eid, "event", body)
         gen = fields["generation"]
         self._gen[eid] = gen
         if session and gen % SESSION_MARK_EVERY == 0:
             self.repo.session_marks.put(eid, session)
-        return eid
+        return eid, new
 
     def event_fields(self, type: str, actor: str = "system", payload: dict | None = None,
                      parents: Iterable[str] = (), causality: dict | None = None,
@@ -280,6 +298,21 @@ class Transaction:
                 raise BadRevision(f"branch {ref} does not exist")
             br = self._branches[ref] = BranchAppend(
                 self, ref, tip, self.rebase if rebase is None else rebase)
+        return br
+
+    def adopt(self, ref: str, base: str, events: Iterable[tuple[str, dict[str, Any]]], *,
+              message: str | None = None, drop_if_deleted: bool = False) -> BranchAppend:
+        """Appends already stored by a group-committing writer (the LangGraph saver): events
+        (id, field map) chained on `base`, which the ref held when the first was appended."""
+        if ref in self._branches or ref in self._moves:
+            raise InvalidInput(f"{ref}: already part of this transaction")
+        br = self._branches[ref] = BranchAppend(self, ref, base, True)
+        br.message, br.drop_if_deleted = message, drop_if_deleted
+        for eid, fields in events:
+            br._fields.append(fields)
+            br.appended.append(eid)
+            br.tip = eid
+            self._gen[eid] = fields["generation"]
         return br
 
     @property
@@ -388,9 +421,9 @@ class Transaction:
 
     # -- commit ----------------------------------------------------------------------------------
     def _planned(self) -> list[Move]:
-        moves = [Move(ref, br.base, br.tip,
+        moves = [Move(ref, br.base, br.tip, br.message or
                       f"{self.message or 'append'}: {len(br.appended)} event(s)")
-                 for ref, br in self._branches.items() if br.tip != br.base]
+                 for ref, br in self._branches.items() if br.tip != br.base and not br.dropped]
         moves += [Move(ref, old, new, msg) for ref, (old, new, msg) in self._moves.items()
                   if old != new]
         moves.sort(key=lambda m: m.ref)
@@ -406,6 +439,9 @@ class Transaction:
                 continue
             now = refs.read(ref)
             if now != br.base:
+                if now is None and br.drop_if_deleted:
+                    br.dropped = True
+                    continue
                 if not br.rebase or now is None:
                     raise refs.conflict(ref, br.base, now)
                 br.replay_onto(now)

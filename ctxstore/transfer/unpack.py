@@ -287,19 +287,20 @@ def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIM
                 new += 1
             if progress is not None and (n % 1000 == 0 or n == total):
                 progress("import", n, total)
-        store.flush()
         label = os.path.basename(path)
-        for upd in plan:
-            if upd.action != "unchanged":
-                repo.refs.set_if_equals(upd.name, upd.old, upd.new, actor=actor,
-                                        message=f"unpack {label}: {upd.action}")
-        head = _maybe_set_head(repo, plan, actor)
+        # every ref (and HEAD in a new store) moves at once: a kill leaves all or none
+        with repo.transaction(actor=actor, message=f"unpack {label}") as tx:
+            for upd in plan:
+                if upd.action != "unchanged":
+                    tx.set_ref(upd.name, upd.new, expected=upd.old,
+                               message=f"unpack {label}: {upd.action}")
+            head = _maybe_set_head(repo, tx, plan)
         return UnpackResult(path, total, new, pack.size, plan, head)
     finally:
         pack.close()
 
 
-def _maybe_set_head(repo, plan: list[RefUpdate], actor: str) -> str | None:
+def _maybe_set_head(repo, tx, plan: list[RefUpdate]) -> str | None:
     """In a store with no HEAD yet, point HEAD at the first imported `main` branch (or ref)."""
     head = repo.refs.read_head()
     if head.ref is not None or head.target is not None or not plan:
@@ -308,7 +309,7 @@ def _maybe_set_head(repo, plan: list[RefUpdate], actor: str) -> str | None:
     mains = [n for n in names if n.endswith("/main")]
     ref = (mains or names)[0]
     try:
-        repo.refs.set_head_symbolic(ref, actor=actor, message="unpack: first branch")
+        tx.set_head(ref=ref, message="unpack: first branch")
     except CtxError:
         return None
     return ref

@@ -8,9 +8,9 @@ branch ref that publishes it to other processes moves in a commit:
   `interval` seconds, by a background thread, at `close()`, at interpreter exit, and before any
   operation that reads or moves refs wholesale (list all threads, copy, delete, prune).
 
-A commit always makes the objects durable (store flush) before the ref names them. If another
-writer moved the ref meanwhile, the pending events are re-created on top of its new tip (new
-parents, same payloads) and the commit is tried again.
+A commit is one repository transaction (ctxstore/repo/transaction.py): objects durable before
+a ref names them, every pending ref moved at once. If another writer moved a ref meanwhile, the
+pending events are re-created on top of its new tip (new parents, same payloads).
 """
 
 from __future__ import annotations
@@ -23,11 +23,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...errors import RefConflict
 from ...objects import Event
 from ...repo import Repository
-
-_RETRIES = 50
 
 
 @dataclass
@@ -76,62 +73,42 @@ class Committer:
                 self._cond.notify()
 
     def commit(self, ref: str | None = None) -> None:
-        """Publish pending events: of one ref, or of all.
+        """Publish pending events: of one ref, or of all, in one repository transaction (all
+        the refs move together, as one operation).
 
-        The store is flushed without holding the lock (puts go on meanwhile); then each ref
-        moves to the last event that flush covered, and later events stay pending."""
+        The store is flushed first without holding the lock (puts go on meanwhile), so the
+        transaction's own flush has little left to do."""
         with self._cond:
             names = [ref] if ref is not None else list(self.pending)
-            snap = {n: (self.pending[n].base, len(self.pending[n].events))
-                    for n in names if n in self.pending}
-        if not snap:
-            return
-        self.repo.store.flush()  # objects durable before a ref names them
+            if not any(n in self.pending for n in names):
+                return
+        self.repo.store.flush()
         with self._cond:
-            for name, (base, n) in snap.items():
-                pend = self.pending.get(name)
-                if pend is not None and pend.base == base and len(pend.events) >= n:
-                    self._publish(name, pend, n)  # (else another commit got there first)
+            names = [n for n in names if n in self.pending]
+            if names:
+                self._publish(names)
 
-    def _publish(self, ref: str, pend: Pending, n: int) -> None:
-        """Move `ref` from `pend.base` over the first `n` pending events (already durable)."""
-        refs = self.repo.refs
-        for _ in range(_RETRIES):
-            done = pend.events[:n]
-            kinds = Counter(ev.type.partition(":")[2] or ev.type for _, ev in done)
-            message = "langgraph: " + ", ".join(f"{k} {t}" for t, k in sorted(kinds.items()))
-            try:
-                refs.set_if_equals(ref, pend.base, done[-1][0], actor=self._actor,
-                                   message=message)
-            except RefConflict:
-                now = refs.read(ref)
-                if now is None:  # the branch was deleted meanwhile: our events go with it
-                    del self.pending[ref]
-                    self._rebased(ref, None)
-                    return
-                pend = self.pending[ref] = self._replay(pend, now)
-                n = len(pend.events)
-                self.repo.store.flush()  # the re-created events
-                self._rebased(ref, pend.tip)
-                continue
-            pend.base, pend.events = done[-1][0], pend.events[n:]
-            if not pend.events:
-                del self.pending[ref]
-            return
-        raise RefConflict(f"ref {ref} kept moving; gave up after {_RETRIES} attempts")
-
-    def _replay(self, pend: Pending, onto: str) -> Pending:
-        graph, store = self.repo.graph, self.repo.store
-        mapping = {pend.base: onto}
-        out = Pending(onto)
-        for eid, ev in pend.events:
-            parents = tuple(mapping.get(p, p) for p in ev.parents)
-            gen = 1 + max(graph.generation(p) for p in parents)
-            nev = Event(ev.type, ev.actor, ev.payload, parents, gen, ev.ts, ev.causality)
-            mapping[eid] = new_id = store.put_object(nev)
-            self._remember(new_id, nev)
-            out.events.append((new_id, nev))
-        return out
+    def _publish(self, names: list[str]) -> None:
+        """Move each ref from its pending base over all its pending events. A ref another
+        writer moved meanwhile gets our events re-created on its new tip (the transaction's
+        rebase); a ref deleted meanwhile drops them."""
+        adopted = {}
+        with self.repo.transaction(actor=self._actor, message="langgraph") as tx:
+            for name in names:
+                pend = self.pending[name]
+                kinds = Counter(ev.type.partition(":")[2] or ev.type for _, ev in pend.events)
+                message = "langgraph: " + ", ".join(f"{k} {t}" for t, k in sorted(kinds.items()))
+                adopted[name] = tx.adopt(name, pend.base,
+                                         [(eid, ev.to_dict()) for eid, ev in pend.events],
+                                         message=message, drop_if_deleted=True)
+        for name, br in adopted.items():
+            del self.pending[name]
+            if br.dropped:  # the branch was deleted meanwhile: our events go with it
+                self._rebased(name, None)
+            elif br.rebased:
+                for eid, fields in zip(br.appended, br.fields, strict=True):
+                    self._remember(eid, Event.from_dict(fields))
+                self._rebased(name, br.tip)
 
     def _run(self) -> None:
         while True:

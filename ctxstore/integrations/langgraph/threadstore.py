@@ -8,8 +8,8 @@ from typing import Any
 
 from ...clock import now_iso
 from ...errors import CtxError, InvalidInput, RefConflict
-from ...objects import DEFAULT_SESSION_CONFIG, Event, Session
-from ...refs import DEFAULT_BRANCH, SESSIONS_PREFIX, branch_ref
+from ...objects import Event
+from ...refs import DEFAULT_BRANCH, SESSIONS_PREFIX, branch_ref, split_branch_ref
 from ...repo import Repository
 from .commit import Committer
 from .threads import (
@@ -79,8 +79,9 @@ class ThreadStore:
             root = self._session_root(sid, main) if main else None
             if root is not None:
                 try:
-                    self.repo.refs.set_if_equals(ref, None, root, actor=ACTOR,
-                                                 message="langgraph: thread found by origin")
+                    with self.repo.transaction(actor=ACTOR,
+                                               message="langgraph: thread found by origin") as tx:
+                        tx.create_ref(ref, root)
                 except RefConflict:
                     return self.repo.refs.read(ref)
                 return root
@@ -97,30 +98,15 @@ class ThreadStore:
 
     def _create(self, tid: str, ref: str, kind: str = "main",
                        parent_session: str = "") -> str:
-        """A session and its root event for a new thread, published by one CAS of the thread ref."""
-        ts = now_iso()
-        title = f"LangGraph thread {tid}"
-        cfg = dict(DEFAULT_SESSION_CONFIG)
-        session = Session(title=title, created=ts, config=cfg, kind=kind,
-                          parent_session=parent_session,
-                          origin={"format": "langgraph", "thread_id": tid}, nonce=tid)
-        store = self.repo.store
-        sid = store.put_object(session)
-        root = store.put_object(Event("SessionStarted", "system", {"session": sid, "title": title},
-                                      (), 1, ts))
-        store.flush()
+        """A session, its root event and `main`, and the thread ref, in one transaction."""
         try:
-            self.repo.refs.set_if_equals(ref, None, root, actor=ACTOR,
-                                         message="langgraph: thread created")
+            with self.repo.transaction(actor=ACTOR, message="langgraph: thread created") as tx:
+                _sid, root = tx.new_session(
+                    f"LangGraph thread {tid}", kind=kind, parent_session=parent_session,
+                    origin={"format": "langgraph", "thread_id": tid}, nonce=tid, checkout=False)
+                tx.create_ref(ref, root)
         except RefConflict:  # another writer created the thread first: use theirs
             return self.repo.refs.read(ref) or self._create(tid, ref, kind, parent_session)
-        main = branch_ref(sid, DEFAULT_BRANCH)
-        if self.repo.refs.read(main) is None:
-            try:
-                self.repo.refs.set_if_equals(main, None, root, actor=ACTOR,
-                                             message="session: created")
-            except RefConflict:
-                pass
         return root
 
     def branch(self, th: Thread, checkpoint_ns: str, create: bool = False,
@@ -142,8 +128,9 @@ class ThreadStore:
                 self._branches.pop(ref, None)
                 return None
             try:
-                self.repo.refs.set_if_equals(ref, None, th.root, actor=ACTOR,
-                                             message="langgraph: namespace created")
+                with self.repo.transaction(actor=ACTOR,
+                                           message="langgraph: namespace created") as tx:
+                    tx.create_ref(ref, th.root)
                 tip = th.root
             except RefConflict:
                 tip = self.repo.refs.read(ref) or th.root
@@ -206,32 +193,24 @@ class ThreadStore:
         dst = old or self.thread(target_thread_id, create=True, kind="fork",
                                  parent_session=src.session)
         tips.setdefault(DEFAULT_BRANCH, src.root)
-        marker = Event(COPIED, "system", {"session": dst.session,
-                                          "source_thread": src.thread_id,
-                                          "summary": f"copy of thread {src.thread_id}"},
-                       (tips[DEFAULT_BRANCH], dst.root),
-                       1 + max(self.repo.graph.generation(t)
-                               for t in (tips[DEFAULT_BRANCH], dst.root)), now_iso())
-        tips[DEFAULT_BRANCH] = self.repo.store.put_object(marker)
-        self.repo.store.flush()
-        refs = self.repo.refs
-        for branch, tip in tips.items():
-            ref = branch_ref(dst.session, branch)
-            refs.set_if_equals(ref, refs.read(ref), tip, actor=ACTOR,
-                               message=f"langgraph: copied from thread {src.thread_id}")
+        message = f"langgraph: copied from thread {src.thread_id}"
+        with self.repo.transaction(actor=ACTOR, message=message) as tx:
+            tips[DEFAULT_BRANCH] = tx.event(
+                COPIED, "system", {"session": dst.session, "source_thread": src.thread_id,
+                                   "summary": f"copy of thread {src.thread_id}"},
+                (tips[DEFAULT_BRANCH], dst.root), session=dst.session)
+            for branch, tip in tips.items():
+                tx.set_ref(branch_ref(dst.session, branch), tip)
 
     def delete(self, th: Thread) -> None:
+        """Every branch of the thread's session and the thread ref, in one transaction."""
         refs = self.repo.refs
-        for name, tip in refs.iter_refs(f"{SESSIONS_PREFIX}{th.session}/"):
-            try:
-                refs.set_if_equals(name, tip, None, actor=ACTOR, message="langgraph: deleted")
-            except RefConflict:
-                now = refs.read(name)
-                if now is not None:
-                    refs.set_if_equals(name, now, None, actor=ACTOR, message="langgraph: deleted")
-            self._branches.pop(name, None)
-        refs.set_if_equals(thread_ref(th.thread_id), th.root, None, actor=ACTOR,
-                           message="langgraph: thread deleted")
+        with self.repo.transaction(actor=ACTOR, message="langgraph: deleted") as tx:
+            for name, _tip in refs.iter_refs(f"{SESSIONS_PREFIX}{th.session}/"):
+                tx.delete_ref(name)
+                self._branches.pop(name, None)
+            tx.set_ref(thread_ref(th.thread_id), None, expected=th.root,
+                       message="langgraph: thread deleted")
         self._threads.pop(th.thread_id, None)
 
     def rewrite(self, br: BranchIndex, drop: set[str]) -> None:
@@ -241,23 +220,25 @@ class ThreadStore:
         the dropped ones, and values only they named, become unreachable."""
         if not drop:
             return
-        graph, store = self.repo.graph, self.repo.store
-        tip, gen = br.root, graph.generation(br.root)
+        graph = self.repo.graph
+        tip = br.root
         new_ids: dict[str, str] = {}
-        for eid in br.order:
-            if eid in drop:
-                continue
-            ev = graph.event(eid)
-            # second parents: re-created ones mapped, dropped ones cut, older ones kept
-            extra = tuple(q for q in (new_ids.get(p, p) for p in ev.parents[1:] if p not in drop)
-                          if q != tip)
-            gen = 1 + max([gen] + [graph.generation(p) for p in extra])
-            nev = Event(ev.type, ev.actor, ev.payload, (tip, *extra), gen, ev.ts, ev.causality)
-            tip = new_ids[eid] = store.put_object(nev)
-            self._remember(tip, nev)
-        store.flush()
-        self.repo.refs.set_if_equals(br.ref, br.tip, tip, actor=ACTOR,
-                                     message=f"langgraph: rewritten without {len(drop)} event(s)")
+        message = f"langgraph: rewritten without {len(drop)} event(s)"
+        session = split_branch_ref(br.ref)[0]  # type: ignore[index]
+        with self.repo.transaction(actor=ACTOR, message=message) as tx:
+            for eid in br.order:
+                if eid in drop:
+                    continue
+                ev = graph.event(eid)
+                # second parents: re-created ones mapped, dropped ones cut, older ones kept
+                extra = tuple(q for q in (new_ids.get(p, p) for p in ev.parents[1:]
+                                          if p not in drop) if q != tip)
+                old = ev.to_dict()
+                fields = tx.event_fields(old["type"], old["actor"], old["payload"],
+                                         (tip, *extra), old["causality"], old["ts"])
+                tip = new_ids[eid] = tx.put_event(fields, session)
+                self._remember(tip, Event.from_dict(fields))
+            tx.set_ref(br.ref, tip, expected=br.tip)
         br.sync(tip, graph)
 
     def events_of(self, br: BranchIndex, cids: set[str]) -> set[str]:
