@@ -26,15 +26,16 @@ COMMAND_MODULES = (
 class State:
     """Per-invocation state: where the store is, opened on first use and closed at exit."""
 
-    def __init__(self, store_path: str | None) -> None:
+    def __init__(self, store_path: str | None, argv: list[str] | None = None) -> None:
         self.store_path = store_path
+        self.argv = argv  # the command line, for the operation log
         self._repo: Repository | None = None
 
     @property
     def repo(self) -> Repository:
         if self._repo is None:
             self._repo = Repository.discover(self.store_path)
-            self._repo.command = command_line()  # what its operations record
+            self._repo.command = command_line(["ctx", *(self.argv or [])])
         return self._repo
 
     def close(self) -> None:
@@ -51,6 +52,20 @@ def os_error_message(exc: OSError) -> str:
     return " ".join(text.split())
 
 
+def _without_store(args: list[str]) -> list[str]:
+    """The arguments without `--store PATH` (where the store is says nothing about the
+    operation, and paths are long)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--store":
+            skip = True
+        elif not a.startswith("--store="):
+            out.append(a)
+    return out
+
+
 class CtxGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
@@ -63,6 +78,10 @@ class CtxGroup(click.Group):
         except OSError as exc:  # backstop: a file the command could not read or write
             click.echo(f"ctx: error: {os_error_message(exc)}", err=True)
             ctx.exit(IOFailure.exit_code)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["ctx.argv"] = _without_store(args)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # registration order groups commands by family
@@ -88,7 +107,7 @@ def cli(ctx: click.Context, store_path: str | None) -> None:
       ctx append TYPE        record an event; ctx log --graph to see them
       ctx context --explain  what the model would see now, and why
     """
-    state = State(store_path)
+    state = State(store_path, ctx.meta.get("ctx.argv"))
     ctx.obj = state
     ctx.call_on_close(state.close)
 

@@ -111,3 +111,35 @@ def test_library_never_imports_click():
     offenders = [m for m, targets in GRAPH.items()
                  if _unit(m) != "cli" and any(t == "click" or t.startswith("click.") for t in targets)]
     assert not offenders
+
+
+#: The ref store's moving primitives: only the repository transaction (ctxstore/repo/) calls
+#: them, so every ref move is journaled, atomic and in the operation log.
+REF_MOVERS = frozenset({
+    "set_if_equals", "_cas", "set_head_symbolic", "set_head_detached", "_write_head",
+    "write_ref", "append_reflog", "_append_reflog", "replace_reflog", "write_journal",
+    "remove_journal", "write_op_head",
+})
+
+
+def test_only_the_repository_layer_moves_refs():
+    """Any use of a moving primitive — a call, a bound method passed along, inside a function
+    or at module level — outside ctxstore/repo/ and the ref stores themselves is a failure."""
+    bad = []
+    for mod, path in _modules():
+        unit = _unit(mod)
+        if unit in ("repo", "refs"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = None
+            if isinstance(node, ast.Attribute) and node.attr in REF_MOVERS:
+                name = node.attr
+            elif isinstance(node, ast.Name) and node.id in REF_MOVERS:
+                name = node.id
+            elif isinstance(node, ast.alias) and node.name.split(".")[-1] in REF_MOVERS:
+                name = node.name
+            elif isinstance(node, ast.Constant) and node.value in REF_MOVERS:
+                name = node.value  # getattr(refs, "set_if_equals")
+            if name:
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not bad, "move refs through repo.transaction() instead:\n" + "\n".join(bad)

@@ -101,14 +101,17 @@ def reflog_expire(repo: Repository, *, expire: str = DEFAULT_EXPIRE,
     cut = parse_time(expire, now)
     cut_unreach = parse_time(expire_unreachable, now)
     res = ExpireResult(dry_run=dry_run)
-    for name in refs or reflog_names(repo):
-        entries, keep = _expire_plan(repo, name, cut, cut_unreach)
-        n_exp = len(entries) - len(keep)
-        res.refs[name] = {"kept": len(keep), "expired": n_exp}
-        res.expired += n_exp
-        res.kept += len(keep)
-        if n_exp and not dry_run:
-            repo.refs.replace_reflog(name, keep)
+    # one operation, so `ctx undo` puts the expired entries back
+    with repo.transaction(message="reflog expire") as tx:
+        for name in refs or reflog_names(repo):
+            entries, keep = _expire_plan(repo, name, cut, cut_unreach)
+            n_exp = len(entries) - len(keep)
+            res.refs[name] = {"kept": len(keep), "expired": n_exp}
+            res.expired += n_exp
+            res.kept += len(keep)
+            if n_exp and not dry_run:
+                kept = set(map(id, keep))
+                tx.expire_reflog(name, [e for e in entries if id(e) not in kept])
     return res
 
 
@@ -196,10 +199,8 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     if not isinstance(store, PackStore):
         raise Unsupported("gc needs an on-disk store")
     start = time.perf_counter()
+    given_now = now
     now = time.time() if now is None else now
-    cutoff = parse_time(prune, now)
-    if cutoff is None:  # --prune=never: nothing is old enough
-        cutoff = float("-inf")
     store.flush()
     expired_ops = [lo.id for lo in operations.split_by_age(repo, parse_time(expire, now))[1]]
     with nullcontext() if dry_run else RepackLock(store.packs_dir):
@@ -207,6 +208,11 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
                                 dry_run=dry_run, now=now).expired
         if step:
             step("reflogs-expired")
+        # the expiry is an operation written to the active pack just now: `--prune=now`
+        # means "packs written before this point", that one included
+        cutoff = parse_time(prune, time.time() if given_now is None else given_now)
+        if cutoff is None:  # --prune=never: nothing is old enough
+            cutoff = float("-inf")
         root_ids = roots(repo, now=now, expire=expire, expire_unreachable=expire_unreachable)
         root_ids.update(dictionary_ids(store))
         missing: dict[str, str] = {}

@@ -27,11 +27,18 @@ class Operation(StoredObject):
     command: str = ""
     description: str = ""
     changes: tuple[Change, ...] = ()
+    #: reflog lines removed ("expired") or put back ("restored"): (ref, how, entries), each
+    #: entry [old, new, ts_ms, actor, message]. Absent from the map when empty.
+    reflogs: tuple[tuple[str, str, tuple[tuple, ...]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"parents": list(self.parents), "time": self.time, "user": self.user,
-                "host": self.host, "command": self.command, "description": self.description,
-                "changes": [list(c) for c in self.changes]}
+        d = {"parents": list(self.parents), "time": self.time, "user": self.user,
+             "host": self.host, "command": self.command, "description": self.description,
+             "changes": [list(c) for c in self.changes]}
+        if self.reflogs:
+            d["reflogs"] = [[name, how, [list(e) for e in entries]]
+                            for name, how, entries in self.reflogs]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Operation:
@@ -43,4 +50,6 @@ class Operation(StoredObject):
         return cls(parents=tuple(d.get("parents", ())), time=str(d.get("time", "")),
                    user=str(d.get("user", "")), host=str(d.get("host", "")),
                    command=str(d.get("command", "")),
-                   description=str(d.get("description", "")), changes=tuple(changes))
+                   description=str(d.get("description", "")), changes=tuple(changes),
+                   reflogs=tuple((str(name), str(how), tuple(tuple(e) for e in entries))
+                                 for name, how, entries in d.get("reflogs", ())))

@@ -117,8 +117,9 @@ class RefStore(abc.ABC):
     def read_journal(self) -> bytes | None: ...
 
     @abc.abstractmethod
-    def write_journal(self, data: bytes) -> None:
-        """Durably replace the journal (temp file, fsync, rename, fsync directory)."""
+    def write_journal(self, data: bytes, fsync: bool = True) -> None:
+        """Replace the journal: temp file, fsync, rename, fsync directory (the fsyncs only
+        with `fsync`: a store with durability "never")."""
 
     @abc.abstractmethod
     def remove_journal(self, fsync: bool) -> None: ...

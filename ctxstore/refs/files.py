@@ -191,18 +191,20 @@ class FileRefs(RefStore):
     def has_journal(self) -> bool:
         return (self.root / "journal").exists()
 
-    def write_journal(self, data: bytes) -> None:
+    def write_journal(self, data: bytes, fsync: bool = True) -> None:
         tmp = self.root / "journal.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, self.root / "journal")
-        fsync_dir(self.root)
+        if fsync:
+            fsync_dir(self.root)
 
     def remove_journal(self, fsync: bool) -> None:
         (self.root / "journal").unlink(missing_ok=True)

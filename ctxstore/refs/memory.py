@@ -76,7 +76,7 @@ class MemoryRefs(RefStore):
     def read_journal(self) -> bytes | None:
         return self._journal
 
-    def write_journal(self, data: bytes) -> None:
+    def write_journal(self, data: bytes, fsync: bool = True) -> None:
         self._journal = data
 
     def remove_journal(self, fsync: bool) -> None:

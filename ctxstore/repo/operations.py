@@ -15,6 +15,7 @@ from ..errors import AmbiguousId, BadRevision, ObjectNotFound
 from ..objects import Operation
 from ..refs import HEAD
 from .repository import Repository
+from .transaction import entry_of
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,12 @@ def undo(repo: Repository, *, command: str | None = None) -> tuple[str, LoggedOp
     with repo.transaction(message=msg, command=command) as tx:
         for name, old, new in reversed(newest.op.changes):
             _stage(tx, name, new, old, msg)
+        for name, how, entries in newest.op.reflogs:
+            back = [entry_of(e) for e in entries]
+            if how == "expired":
+                tx.restore_reflog(name, back)
+            else:
+                tx.expire_reflog(name, back)
     return tx.op_id or "", newest
 
 

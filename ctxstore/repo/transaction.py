@@ -227,6 +227,8 @@ class Transaction:
         self._moves: dict[str, tuple[str | None, str | None, str]] = {}  # ref: (expect, new, msg)
         self._head: tuple[str | None, str, str] | None = None  # (expected content, new, msg)
         self._gen: dict[str, int] = {}
+        #: reflog rewrites: ref -> ("expired" | "restored", entries)
+        self._reflogs: dict[str, tuple[str, list[ReflogEntry]]] = {}
         self.committed = False
         self.op_id: str | None = None
         self._closed = False
@@ -383,6 +385,32 @@ class Transaction:
             old = self.refs.read_head_value() if expected is _UNSET else expected
         self._head = (old, value, message or self.message)
 
+    # -- reflogs ---------------------------------------------------------------------------------
+    def expire_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
+        """Remove these entries from `name`'s reflog at commit (reflog expire); the operation
+        keeps them, so undo can put them back."""
+        if entries:
+            self._reflogs[name] = ("expired", list(entries))
+
+    def restore_reflog(self, name: str, entries: list[ReflogEntry]) -> None:
+        """Put expired entries back into `name`'s reflog at commit (undo of an expire)."""
+        if entries:
+            self._reflogs[name] = ("restored", list(entries))
+
+    def _rewrite_reflogs(self) -> None:
+        """Under the lock: entries written meanwhile are kept; restored ones merged by time."""
+        for name, (how, entries) in sorted(self._reflogs.items()):
+            current = self.refs.reflog(name)
+            key = {_entry_key(e) for e in entries}
+            if how == "expired":
+                new = [e for e in current if _entry_key(e) not in key]
+            else:
+                have = {_entry_key(e) for e in current}
+                new = sorted(current + [e for e in entries if _entry_key(e) not in have],
+                             key=lambda e: e.ts_ms)
+            if new != current:
+                self.refs.replace_reflog(name, new)
+
     # -- sessions --------------------------------------------------------------------------------
     def new_session(self, title: str = "", goal: str = "", *, config: dict | None = None,
                     ts: str | None = None, kind: str = "main", parent_session: str = "",
@@ -466,7 +494,7 @@ class Transaction:
             raise InvalidInput("the transaction was aborted")
         try:
             if any(br.tip != br.base for br in self._branches.values()) or self._moves or \
-                    self._head is not None:
+                    self._head is not None or self._reflogs:
                 self._commit_locked()
             self.committed = True
         finally:
@@ -475,29 +503,35 @@ class Transaction:
 
     def _commit_locked(self) -> None:
         refs = self.refs
-        always = self.repo.config.get("durability") == "always"
+        durability = self.repo.config.get("durability")
+        always = durability == "always"
         with refs.transaction_lock():
             roll_forward(refs, fsync=always)
             self._check()
             # moves are re-read now: a ref that already holds its new value is not moved
             moves = [m for m in self._planned()
                      if (refs.read_head_value() if m.ref == HEAD else refs.read(m.ref)) != m.new]
-            if not moves:
+            if not moves and not self._reflogs:
                 return
             parent = refs.read_op_head()
             op = Operation(parents=(parent,) if parent else (), time=now_iso(),
                            user=default_user(), host=socket.gethostname(),
                            command=self.command or self.repo.command or f"api: {self.message}",
                            description=self._description(moves),
-                           changes=tuple((m.ref, m.old, m.new) for m in moves))
+                           changes=tuple((m.ref, m.old, m.new) for m in moves),
+                           reflogs=tuple((name, how, tuple(_entry_key(e) for e in entries))
+                                         for name, (how, entries) in sorted(self._reflogs.items())))
             self.op_id = self.store.put_object(op)
             self.store.flush()  # step 5: every object a ref will name is durable
             journal = Journal(self.op_id, int(time.time() * 1000), self.actor, tuple(moves))
-            refs.write_journal(journal.encode())  # step 6: the commit point
+            refs.write_journal(journal.encode(), fsync=durability != "never")  # step 6: commit
             apply_journal(refs, journal, fsync=always, recovering=False)
+            self._rewrite_reflogs()
             refs.remove_journal(always)
 
     def _description(self, moves: list[Move]) -> str:
+        if not moves:
+            return self.message
         if len(moves) == 1:
             return moves[0].message
         return f"{self.message or moves[0].message} ({len(moves)} refs)"
@@ -522,6 +556,15 @@ class Transaction:
             self.commit()
         else:
             self.abort()
+
+
+def _entry_key(e: ReflogEntry) -> tuple:
+    return (e.old, e.new, e.ts_ms, e.actor, " ".join(e.message.split()))
+
+
+def entry_of(key: Iterable) -> ReflogEntry:
+    old, new, ts_ms, actor, message = key
+    return ReflogEntry(old, new, int(ts_ms), actor, message)
 
 
 def check_event(type: str, payload: Any) -> None:
