@@ -93,7 +93,9 @@ class ContextManager:
         """Bind to SESSION/BRANCH (default: HEAD's) and move HEAD there."""
         sid = store.resolve_session(session) if session else None
         cm = cls(store, sid, branch)
-        store.refs.set_head_symbolic(cm.ref, message=f"resume: {cm.branch}")
+        with store.transaction(message=f"resume: {cm.branch}",
+                               command="api: ContextManager.resume") as tx:
+            tx.set_head(ref=cm.ref)
         return cm
 
     @property
@@ -107,20 +109,25 @@ class ContextManager:
         """A new branch at AT (default this branch's tip) and a manager bound to it."""
         target = resolve_event(self.store, at) if at else self.tip
         ref = branch_ref(self.session, name)
-        self.store.refs.set_if_equals(ref, None, target, message=f"fork: from {self.branch}")
+        with self.store.transaction(message=f"fork: from {self.branch}",
+                                    command="api: ContextManager.fork") as tx:
+            tx.create_ref(ref, target)
         return ContextManager(self.store, self.session, name, tokenizer=self.tokenizer)
 
     def rollback(self, rev: str) -> str:
         """Move this branch back to REV; the old tip stays in the reflog."""
         target = resolve_event(self.store, rev)
         old = self.tip
-        self.store.refs.set_if_equals(self.ref, old, target, message=f"rollback: to {rev}")
+        with self.store.transaction(message=f"rollback: to {rev}",
+                                    command="api: ContextManager.rollback") as tx:
+            tx.set_ref(self.ref, target, expected=old)
         return target
 
     # -- writing ---------------------------------------------------------------------------------
     def append_event(self, type: str, actor: str = "agent", payload: Mapping | None = None,
                      causality: Mapping | None = None, ts: str | None = None) -> str:
-        with self.store.transaction(self.ref, message=f"append {type}") as tx:
+        with self.store.transaction(self.ref, message=f"append {type}",
+                                    command="api: ContextManager.append_event") as tx:
             return tx.append(type, actor, dict(payload or {}), dict(causality or {}), ts)
 
     def _message_event(self, type: str, actor: str, msg: Message, payload: dict,
@@ -159,7 +166,8 @@ class ContextManager:
                       provenance={"source": "model", **({"harness": harness} if harness else {})},
                       meta={"model": model} if model else {})
         mid = self.store.store.put_object(msg)
-        with self.store.transaction(self.ref, message="model response") as tx:
+        with self.store.transaction(self.ref, message="model response",
+                                    command="api: ContextManager.add_assistant_message") as tx:
             eid = tx.append("ModelResponseReceived", "model",
                             {"text": _preview(text), **({"model": model} if model else {}),
                              **({"stop_reason": stop_reason} if stop_reason else {})},

@@ -3,7 +3,6 @@ rebase of racing appends, conflicts that write nothing, and the operation log (u
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess

@@ -281,7 +281,7 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
                                             branch_tip=other),
                      kind="merge")
     result.compaction_id = cm.repo.store.put_object(record)
-    with cm.repo.transaction(cm.ref, message=f"merge {branch}") as tx:
+    with cm.repo.transaction(cm.ref, message=f"merge {branch}", rebase=False) as tx:
         if tx.base != tip:
             raise CompactionRejected(f"branch {cm.branch} moved during the merge; retry")
         result.event_id = tx.append("BranchMerged", "agent",

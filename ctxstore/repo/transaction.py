@@ -211,7 +211,9 @@ class Transaction:
 
     `ref` is the default branch for `append` (HEAD's branch if not given, resolved on first
     use). `rebase` lets that branch's appends move onto a new tip if another writer moved it.
-    `message` describes the operation (and prefixes the appends' reflog lines)."""
+    `message` describes the operation (and prefixes the appends' reflog lines); `command` is
+    the API call the operation records when no command line is set (`repo.command`, set by
+    the CLI)."""
 
     def __init__(self, repo: Repository, ref: str | None = None, *, rebase: bool = True,
                  actor: str = "ctx", message: str = "", command: str | None = None) -> None:
@@ -516,7 +518,7 @@ class Transaction:
             parent = refs.read_op_head()
             op = Operation(parents=(parent,) if parent else (), time=now_iso(),
                            user=default_user(), host=socket.gethostname(),
-                           command=self.command or self.repo.command or f"api: {self.message}",
+                           command=self.repo.command or self.command or f"api: {self.message}",
                            description=self._description(moves),
                            changes=tuple((m.ref, m.old, m.new) for m in moves),
                            reflogs=tuple((name, how, tuple(_entry_key(e) for e in entries))
