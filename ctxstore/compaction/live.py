@@ -23,11 +23,8 @@ class Boundary:
 
 
 def live_events(graph, store, tip: str, boundary: Boundary) -> Iterator[tuple[str, Event]]:
-    eid: str | None = tip
     stop: str | None = None
-    while eid is not None:
-        ev = graph.event(eid)
-        parent = ev.parents[0] if ev.parents else None
+    for eid, ev in graph.first_parents(tip):
         if ev.type == "CompactionCompleted":
             cid = ev.causality.get("compaction_id")
             if boundary.record is None and cid:
@@ -35,9 +32,7 @@ def live_events(graph, store, tip: str, boundary: Boundary) -> Iterator[tuple[st
                 if isinstance(obj, Compaction):
                     boundary.record, boundary.record_id, boundary.event = obj, cid, eid
                     stop = obj.first_kept
-            eid = parent
             continue
         yield eid, ev
         if eid == stop:
             return
-        eid = parent

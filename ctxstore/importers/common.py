@@ -412,14 +412,10 @@ class SessionBuilder:
 
     def chain_since_compaction(self, upto: str) -> list[str]:
         out: list[str] = []
-        cur = upto
-        graph = self.repo.graph
-        while cur and cur != self.root and cur != self.last_compaction:
-            ev = graph.event(cur)
-            if ev.type == "CompactionCompleted":
+        for cur, ev in self.repo.graph.first_parents(upto):
+            if cur in (self.root, self.last_compaction) or ev.type == "CompactionCompleted":
                 break
             out.append(cur)
-            cur = ev.parents[0] if ev.parents else ""
         out.reverse()
         return out
 

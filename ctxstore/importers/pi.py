@@ -233,10 +233,9 @@ class PiFile:
         """Events before `kept` on its chain, back to the previous compaction's range."""
         graph, out = self.b.repo.graph, []
         parents = graph.event(kept).parents
-        cur = parents[0] if parents else ""
-        while cur and cur != self.b.root and cur != self.prev_last:
+        for cur, _ev in graph.first_parents(parents[0] if parents else None):
+            if cur in (self.b.root, self.prev_last):
+                break
             out.append(cur)
-            ev = graph.event(cur)
-            cur = ev.parents[0] if ev.parents else ""
         out.reverse()
         return out

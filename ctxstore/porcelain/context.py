@@ -69,7 +69,7 @@ def render_payload(bundle: ContextBundle, fmt: str) -> dict[str, Any]:
 
 
 def _first_parent_history(repo: Repository, eid: str):
-    return list(reversed(list(repo.graph.walk([eid], first_parent=True))))
+    return list(reversed(list(repo.graph.first_parents(eid))))
 
 
 def trace(repo: Repository, rev: str | None = None) -> dict[str, Any]:

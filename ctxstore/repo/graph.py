@@ -74,6 +74,16 @@ class EventGraph:
                     pev = self.event(p)
                     heapq.heappush(heap, (-pev.generation, _neg_ts(pev.ts), p))
 
+    def first_parents(self, start: str | None) -> Iterator[tuple[str, Event]]:
+        """(id, event) from `start` back along first parents to the session root: the one
+        first-parent walk (a branch's own line: projections, compaction ranges, the session
+        an event belongs to). Callers stop it where they like."""
+        eid = start
+        while eid:
+            ev = self.event(eid)
+            yield eid, ev
+            eid = ev.parents[0] if ev.parents else None
+
     def nth_ancestor(self, event_id: str, n: int) -> str:
         """Follow first parents n times (REV~N)."""
         cur = event_id

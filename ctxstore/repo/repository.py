@@ -165,19 +165,18 @@ class Repository:
         append transactions) or a memoised answer, so it is short; without marks it goes to
         the root once per process."""
         walked: list[str] = []
-        eid: str | None = event_id
-        sid: str | None = None
-        while eid is not None:
-            sid = self._session_memo.get(eid) or self.session_marks.get(eid)
-            if sid is not None:
-                break
+        sid: str | None = self._session_memo.get(event_id) or self.session_marks.get(event_id)
+        if sid is not None:
+            return sid
+        for eid, ev in self.graph.first_parents(event_id):
+            if walked:  # the start was looked up above
+                sid = self._session_memo.get(eid) or self.session_marks.get(eid)
+                if sid is not None:
+                    break
             walked.append(eid)
-            ev = self.graph.event(eid)
             if not ev.parents:
                 found = ev.payload.get("session")
                 sid = found if isinstance(found, str) else None
-                break
-            eid = ev.parents[0]
         if sid is not None:
             for w in walked:
                 self._session_memo[w] = sid

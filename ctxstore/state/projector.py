@@ -45,16 +45,13 @@ class Projector:
         graph = self.repo.graph
         chain: list[tuple[str, Event]] = []
         start: AgentState | None = None
-        eid: str | None = tip
-        while eid is not None:
+        for eid, ev in graph.first_parents(tip):
             if use_snapshots:
                 snap = self._load_snapshot(eid)
                 if snap is not None:
                     start = snap
                     break
-            ev = graph.event(eid)
             chain.append((eid, ev))
-            eid = ev.parents[0] if ev.parents else None
         chain.reverse()
         if not chain and start is not None:
             return start

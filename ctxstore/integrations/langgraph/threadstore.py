@@ -89,7 +89,7 @@ class ThreadStore:
 
     def _session_root(self, sid: str, tip: str) -> str | None:
         """The SessionStarted event of `sid` behind a branch tip (a copy's: its marker's 2nd parent)."""
-        for eid, ev in self.repo.graph.walk([tip], first_parent=True):
+        for eid, ev in self.repo.graph.first_parents(tip):
             if ev.type == COPIED and ev.payload.get("session") == sid:
                 return ev.parents[1]
             if not ev.parents:
