@@ -1,0 +1,109 @@
+"""Writers racing on one branch: appends rebase onto the new tip, nothing acknowledged is lost,
+and no process fails; and kill -9 during an import leaves each source's sessions whole or absent."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxstore.maintenance import fsck as fsck_repo
+from ctxstore.refs import branch_ref
+from ctxstore.repo import Repository
+
+ROOT = Path(__file__).resolve().parent.parent
+
+APPENDER = r"""
+import sys
+from ctxstore.porcelain import sessions as ps
+from ctxstore.repo import Repository
+repo = Repository.open(sys.argv[1])
+who, n = sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    ps.append(repo, "MessageAdded", "agent", {"role": "custom", "text": f"{who}:{i}"})
+repo.close()
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_eight_processes_append_500_events_each_to_one_branch(tmp_path):
+    repo = Repository.init(tmp_path, durability="never")
+    sid, _ = repo.new_session(title="race")
+    repo.close()
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path / ".ctx"), f"w{w}",
+                               "500"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for w in range(8)]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and out.strip() == "ok" and "Traceback" not in err, err
+    repo = Repository.open(tmp_path)
+    tip = repo.refs.read(branch_ref(sid, "main"))
+    texts = [ev.payload.get("text") for _, ev in repo.graph.first_parents(tip)]
+    got = {t for t in texts if t}
+    assert got == {f"w{w}:{i}" for w in range(8) for i in range(500)}
+    assert len(texts) == 4001  # one line of history: every event once, plus the root
+    for w in range(8):  # each writer's events in its own order
+        mine = [int(t.split(":")[1]) for t in reversed(texts) if t and t.startswith(f"w{w}:")]
+        assert mine == sorted(mine)
+    gens = [ev.generation for _, ev in repo.graph.first_parents(tip)]
+    assert gens == list(range(4001, 0, -1))
+
+
+CORPUS_DIR = "claude-code/ccl_worktrees-agent-team_subagents-dir_v2.1.114"
+
+IMPORTER = r"""
+import sys
+from ctxstore.importers.porcelain import import_paths
+from ctxstore.repo import Repository
+repo = Repository.open(sys.argv[1])
+print("start", flush=True)
+import_paths(repo, [sys.argv[2]])
+repo.close()
+print("done", flush=True)
+"""
+
+
+def _refs(repo) -> dict:
+    return dict(repo.refs.iter_refs("refs/"))
+
+
+@pytest.mark.slow
+def test_kill_9_during_an_import_leaves_all_sessions_or_none(tmp_path):
+    from .corpus import require_corpus
+
+    src = require_corpus() / CORPUS_DIR
+    clean = Repository.init(tmp_path / "clean")
+    from ctxstore.importers.porcelain import import_paths
+
+    t0 = time.perf_counter()
+    import_paths(clean, [src])
+    took = time.perf_counter() - t0
+    want = _refs(clean)
+    assert len(clean.session_ids()) > 1  # a session and its subagents
+    rnd = random.Random(13)
+    outcomes = {"none": 0, "all": 0}
+    for i in range(50):
+        path = tmp_path / f"s{i}"
+        Repository.init(path).close()
+        child = subprocess.Popen([sys.executable, "-c", IMPORTER, str(path / ".ctx"), str(src)],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        assert child.stdout.readline().strip() == "start"
+        time.sleep(rnd.uniform(0, took * 1.3))
+        os.kill(child.pid, signal.SIGKILL)
+        child.communicate()
+        repo = Repository.open(path)
+        got = _refs(repo)
+        assert got in ({}, want), f"run {i}: a partial import is visible"
+        outcomes["all" if got else "none"] += 1
+        report = fsck_repo.check(repo, full=True)
+        assert report.problems == [], (i, report.problems[:3])
+        repo.close()
+    assert outcomes["none"] and outcomes["all"], outcomes  # the kills hit both sides
