@@ -60,7 +60,8 @@ class InvalidRefName(BadRevision):
 
 
 class RefConflict(CtxError):
-    """A compare-and-swap on a ref lost: the ref moved since it was read."""
+    """A ref moved since it was read and the transaction cannot be rebased onto it (reset,
+    merge, compaction, branch, checkout, undo): nothing was written."""
 
     exit_code = 6
 
