@@ -27,8 +27,9 @@ def _size(n: int) -> str:
 @progress_option
 @click.pass_obj
 def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> None:
-    """Expire reflogs, keep everything reachable from refs, HEAD and reflogs, rewrite the live
-    objects into a new pack and only then delete the old packs."""
+    """Expire reflogs, keep everything reachable from refs, HEAD, reflogs and the operations of
+    the last 90 days (what `ctx undo` needs), rewrite the live objects into a new pack and only
+    then delete the old packs."""
     with Progress(show_progress) as bar:
         res = pm.gc(state.repo, prune=prune, dry_run=dry_run, progress=bar)
     if as_json:
@@ -42,6 +43,10 @@ def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> No
                    f" -> {_size(res.bytes_after)}; {res.seconds:.2f}s")
     if res.objects_rescued:
         click.echo(f"Kept {res.objects_rescued} object(s) that another process named while gc ran")
+    if res.operations_expired:
+        click.echo(f"{len(res.operations_expired)} operation(s) older than the expiry, from "
+                   f"{res.operations_expired[0][:12]} back, {'would be' if dry_run else 'were'} "
+                   f"dropped: `ctx undo` / `ctx op restore` can no longer go back to them")
     if res.reflog_expired:
         click.echo(f"{'Would expire' if dry_run else 'Expired'} {res.reflog_expired} reflog entries")
     if res.kept_packs:
