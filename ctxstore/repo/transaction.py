@@ -253,20 +253,26 @@ class Transaction:
     def put_event(self, fields: dict[str, Any], session: str | None = None) -> str:
         """Store an event field map (Event.to_dict() form) as is; mark it with its session every
         SESSION_MARK_EVERY generations. The one place events are written."""
-        return self.put_new_event(fields, session)[0]
+        eid, body = codec.encode_object("event", fields)
+        self.store.put_encoded(eid, "event", body)  # its presence check sees no other writers
+        self._mark(eid, fields["generation"], session)
+        return eid
 
     def put_new_event(self, fields: dict[str, Any],
                       session: str | None = None) -> tuple[str, bool]:
-        """put_event, also telling whether the store lacked the event (importers count them)."""
+        """put_event, also telling whether the store lacked the event (importers count them;
+        the check looks for other processes' new packs too, so it costs more per event)."""
         eid, body = codec.encode_object("event", fields)
         new = eid not in self.store
         if new:
             self.store.put_encoded(eid, "event", body)
-        gen = fields["generation"]
+        self._mark(eid, fields["generation"], session)
+        return eid, new
+
+    def _mark(self, eid: str, gen: int, session: str | None) -> None:
         self._gen[eid] = gen
         if session and gen % SESSION_MARK_EVERY == 0:
             self.repo.session_marks.put(eid, session)
-        return eid, new
 
     def event_fields(self, type: str, actor: str = "system", payload: dict | None = None,
                      parents: Iterable[str] = (), causality: dict | None = None,
