@@ -178,3 +178,17 @@ def test_real_pi_session_has_no_false_pending_calls(tmp_path):
     assert len(st["tool_calls"]["abandoned"]) == 6
     bundle = ctx.json("context", "--budget", "4000")
     assert not any(s["kind"] == "pending_tool_pair" for s in bundle["segments"])
+
+
+def test_builder_trusts_the_state_when_the_window_starts_after_the_aborted_response():
+    """The response that stopped a call may lie just before the history window; the state,
+    folded over the whole branch, still says the call is abandoned."""
+    from ctxstore.context import candidates_from_history
+
+    cm = coding_session(2, big_output=100)
+    _aborted(cm)
+    state = cm.project_state()
+    window = cm.history()[0]
+    window = [h for h in window if h[1].type != "ModelResponseReceived"]  # cut the response off
+    segs = candidates_from_history(state, window)
+    assert not [s for s in segs if s.tool_call_id == "X"]

@@ -148,15 +148,19 @@ def _history_segments(state, history: list, last_prompt: int, recent_from: int,
             if kind and msg.text:
                 segs.append(Segment(kind, text=msg.text, order=base, sources=_ids(eid, mid)))
     end = len(history) * 8
-    book = open_calls(event_facts((eid, ev) for eid, ev, _ in history))
+    # The rule over the window, and the state's verdict over the whole branch (a response
+    # that stopped the call may lie just before the window): abandoned if either says so.
+    abandoned = set(open_calls(event_facts((eid, ev) for eid, ev, _ in history)).abandoned)
+    if state is not None:
+        abandoned.update(state.abandoned_tool_calls)
     pending = state.pending_tool_calls if state is not None else {}
     for tcid, info in pending.items():  # calls whose request is older than the window
-        if tcid not in calls and tcid not in book.abandoned:
+        if tcid not in calls and tcid not in abandoned:
             c = calls[tcid] = _Call(tcid, info["name"], info["args"], end, group)
             c.sources = _ids(info["event"])
             end += 1
     for c in calls.values():
-        if c.result is None and c.tcid in book.abandoned:
+        if c.result is None and c.tcid in abandoned:
             continue  # abandoned: it will never get a result, so it is never replayed
         segs.append(_pair_segment(c, tok, big))
     return segs
