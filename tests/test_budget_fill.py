@@ -112,3 +112,18 @@ def test_real_codex_session_fills_the_budget(tmp_path):
     avail = b["max_tokens"] - b["reserved_output"]
     assert sum(s["tokens"] for s in b["segments"]) > avail
     assert b["used_tokens"] >= 0.85 * avail
+
+
+def test_a_call_with_huge_arguments_is_previewed_not_lost():
+    """A Write of a whole file: its content is cut to a preview naming the event with the full
+    call, so the pair (and the turn it ends) can still fill the budget."""
+    cm = ContextManager.start(Store.memory(), "t", "g")
+    cm.add_user_message("write the module")
+    cm.add_assistant_message("writing", tool_calls=[{"id": "w1", "name": "Write", "args": {
+        "file_path": "a.py", "content": "x = 1  # line\n" * 4000}}])
+    cm.record_tool_result("w1", "ok")
+    b = cm.build_context(budget=8000, auto_compact=False)
+    pair = next(s for s in b.segments if s.tool_call_id == "w1")
+    assert pair.kept and pair.kind == "tool_output"
+    args = pair.messages[0]["tool_calls"][0]["args"]
+    assert args["file_path"] == "a.py" and "56,000 chars; the full call is in" in args["content"]

@@ -13,7 +13,8 @@ repository and passes them in; nothing here does I/O. The rules (docs/context.md
   chatter (P3). Each ToolCallRequested and its ToolCallFinished/Failed (paired by
   tool_call_id, never by parentage) become ONE segment: P1 turn, or P3 tool_output when the
   result is over `big_output_tokens` (then only a preview of it is kept, with a pointer to the
-  full output). A call without a result is, by the one rule of state/calls.py, either
+  full output); likewise a call whose arguments are over `big_output_tokens` (a Write of a
+  whole file) keeps a preview of each long string argument. A call without a result is, by the one rule of state/calls.py, either
   pending — a pending_tool_pair (P0) with a placeholder result — or abandoned (its response
   was aborted, the user spoke again, the turn was interrupted): an abandoned call is never
   replayed. A result without an earlier call in the window (invariant 1) is not sent.
@@ -42,6 +43,9 @@ from .tokenizer import Tokenizer, default_tokenizer
 
 BIG_OUTPUT_TOKENS = 2000
 BIG_OUTPUT_PREVIEW_CHARS = 2000
+#: A call whose arguments pass `big_output_tokens` (a Write of a whole file) keeps this many
+#: characters of each long string argument.
+BIG_ARG_PREVIEW_CHARS = 2000
 RECENT_TURNS = 3
 PENDING_TEXT = "[result pending: this tool call has not returned yet]"
 
@@ -166,13 +170,35 @@ def _history_segments(state, history: list, last_prompt: int, recent_from: int,
     return segs
 
 
+def _shrink_args(v: Any, where: str) -> tuple[Any, bool]:
+    """Arguments with every long string cut to a preview that says where the full call is."""
+    if isinstance(v, str):
+        if len(v) <= BIG_ARG_PREVIEW_CHARS:
+            return v, False
+        return (f"{v[:BIG_ARG_PREVIEW_CHARS].rstrip()}… [{len(v):,} chars; the full call is in "
+                f"{where}]"), True
+    if isinstance(v, Mapping):
+        out, cut = {}, False
+        for k, x in v.items():
+            out[k], c = _shrink_args(x, where)
+            cut |= c
+        return out, cut
+    if isinstance(v, (list, tuple)):
+        items = [_shrink_args(x, where) for x in v]
+        return [x for x, _ in items], any(c for _, c in items)
+    return v, False
+
+
 def _pair_segment(c: _Call, tok: Tokenizer, big: int) -> Segment:
-    call = assistant_message(tool_calls=({"id": c.tcid, "name": c.name, "args": c.args},))
+    args, args_cut = thaw(c.args), False
+    if tok.count(args_json(args)) > big:  # e.g. a Write of a whole file: preview the content
+        args, args_cut = _shrink_args(args, c.sources[0] if c.sources else "the event log")
+    call = assistant_message(tool_calls=({"id": c.tcid, "name": c.name, "args": args},))
     if c.result is None:
         msgs = (call, tool_message(c.tcid, PENDING_TEXT, pending=True))
         return Segment("pending_tool_pair", text=render_messages(msgs), messages=msgs,
                        order=c.order, group=c.group, tool_call_id=c.tcid, sources=c.sources)
-    kind, text = "turn", c.result
+    kind, text = ("tool_output" if args_cut else "turn"), c.result
     n = tok.count(text)
     if n > big:
         kind = "tool_output"
