@@ -131,9 +131,23 @@ class SessionView:
     error: str = ""
 
 
+def _flatten(items) -> list[dict]:
+    """Session records, children (a subagent tree nested under its parent) included."""
+    out = []
+    for s in items if isinstance(items, list) else []:
+        if isinstance(s, dict) and s.get("id"):
+            out.append(s)
+            for key in ("children", "subagents", "sessions"):
+                out += _flatten(s.get(key))
+    return out
+
+
 def _sessions(ctx: Ctx) -> list[SessionView]:
     out = []
-    for s in ctx.json("sessions"):
+    listed = ctx.json("sessions")
+    if isinstance(listed, dict):  # {"sessions": [...]} also accepted
+        listed = listed.get("sessions")
+    for s in _flatten(listed):
         branches = s.get("branches") or {}
         branch = "main" if "main" in branches else next(iter(branches), "main")
         v = SessionView(id=s["id"], kind=str(s.get("kind", "")), title=s.get("title") or "",

@@ -395,3 +395,38 @@ def test_patch_files_and_same_file():
 def test_detect_rejects_other_jsonl(tmp_path):
     with pytest.raises(ValueError):
         analyze(write(tmp_path, "x.jsonl", [{"hello": 1}]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Unseen transcripts: odd but valid JSON must never crash the oracle
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(
+    ["", "x", "u1", "u2", "tool_use", "tool_result", "text", "toolCall", "user", "assistant",
+     "Write", "apply_patch", "shell", "update_plan", "TodoWrite", "message", "function_call",
+     "function_call_output", "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch"]))
+_json = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["type", "id", "name", "input", "arguments", "content",
+                                     "message", "payload", "role", "uuid", "parentUuid",
+                                     "call_id", "output", "usage", "is_error", "toolCallId",
+                                     "isError", "todos", "plan", "command", "path", "info"]),
+                    inner, max_size=5)), max_leaves=12)
+
+
+@pytest.mark.parametrize("head", [
+    {"type": "user", "uuid": "u0", "parentUuid": None, "message": {"role": "user", "content": "hi"}},
+    {"type": "session_meta", "payload": {"id": "x", "cwd": "/w"}},
+    {"type": "session", "id": "p", "cwd": "/w"},
+])
+@given(body=st.lists(st.dictionaries(st.sampled_from(["type", "message", "payload", "uuid",
+                                                       "parentUuid", "isSidechain", "id",
+                                                       "parentId", "cwd"]), _json, max_size=5),
+                     max_size=6))
+def test_odd_records_never_crash_the_oracle(tmp_path_factory, head, body):
+    p = tmp_path_factory.mktemp("odd") / "s.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in [head, *body]))
+    t = analyze(p)
+    t.modified_files(), t.read_files(), t.plan_steps(), t.abandoned(), t.has_real_prompt

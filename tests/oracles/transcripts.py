@@ -354,18 +354,19 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
     memo: dict[str, str] = {}
     # One API response is split over lines sharing message.id; parallel tool_use lines of a
     # response on the chain belong to the session even where the walk passes them by.
-    chain_ids = {(r.get("message") or {}).get("id") for n, r in records
+    chain_ids = {_s(r["message"].get("id")) for n, r in records
                  if n in chain and r.get("type") == "assistant" and isinstance(r.get("message"), dict)}
     chain_ids.discard(None)
     chain_ids.discard("")
 
     def lane_group(n: int, r: dict) -> tuple[str, str]:
-        mid = (r.get("message") or {}).get("id") if r.get("type") == "assistant" else None
+        msg = r.get("message")
+        mid = _s(msg.get("id")) if r.get("type") == "assistant" and isinstance(msg, dict) else None
         if n in chain or (mid and mid in chain_ids):
             return MAIN, MAIN
         if r.get("isSidechain"):
             u = r.get("uuid")
-            return SIDE, r.get("agentId") or (_claude_root(u, by_uuid, memo) if u else SIDE)
+            return SIDE, _s(r.get("agentId")) or (_claude_root(u, by_uuid, memo) if _s(u) else SIDE)
         return OFF, OFF
 
     t.chain_lines = frozenset(n for n, r in records
@@ -382,7 +383,7 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
         lane, group = lane_group(n, r)
         if r["type"] == "user":
             for b in _blocks(msg):
-                if b.get("type") == "tool_result" and b.get("tool_use_id"):
+                if b.get("type") == "tool_result" and _s(b.get("tool_use_id")):
                     err = b.get("is_error") is True or _result_text(b).lstrip().startswith(
                         "<tool_use_error>")
                     results[b["tool_use_id"]] = ("error" if err else "ok", n)
@@ -399,13 +400,13 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
                 t.prompts.append((n, group, real))
             continue
         if lane != OFF:
-            key = msg.get("id") or f"line:{n}"
+            key = _s(msg.get("id")) or f"line:{n}"
             if isinstance(msg.get("usage"), dict):
                 usage[key] = msg["usage"]
         for b in _blocks(msg):
-            if b.get("type") != "tool_use" or not b.get("id"):
+            if b.get("type") != "tool_use" or not _s(b.get("id")):
                 continue
-            name, args = b.get("name", ""), b.get("input") if isinstance(b.get("input"), dict) else {}
+            name, args = _s(b.get("name")) or "", b.get("input") if isinstance(b.get("input"), dict) else {}
             c = Call(id=b["id"], name=name, args=args, line=n, lane=lane, group=group,
                      cwd=r.get("cwd") or t.cwd)
             if name in CLAUDE_WRITE_TOOLS and isinstance(args.get(CLAUDE_WRITE_TOOLS[name]), str):
@@ -428,6 +429,11 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
         t.cache_write_tokens += cw
         t.cache_read_tokens += cr
         t.output_tokens += _int(u.get("output_tokens"))
+
+
+def _s(v) -> str | None:
+    """V if it is a non-empty string (ids and names in odd records may be anything)."""
+    return v if isinstance(v, str) and v else None
 
 
 def _int(v) -> int:
@@ -548,8 +554,8 @@ def _codex(t: Transcript, records: list[tuple[int, dict]]) -> None:
             real = prompt_text(_codex_text(p.get("content")))
             if real:
                 t.prompts.append((n, MAIN, real))
-        elif ptype in ("function_call", "custom_tool_call", "local_shell_call") and p.get("call_id"):
-            name = p.get("name") or ("local_shell" if ptype == "local_shell_call" else "")
+        elif ptype in ("function_call", "custom_tool_call", "local_shell_call") and _s(p.get("call_id")):
+            name = _s(p.get("name")) or ("local_shell" if ptype == "local_shell_call" else "")
             raw = p.get("arguments") if ptype == "function_call" else p.get("input")
             if ptype == "local_shell_call":
                 raw = p.get("action")
@@ -568,7 +574,7 @@ def _codex(t: Transcript, records: list[tuple[int, dict]]) -> None:
             if name == "update_plan" and isinstance(args, dict) and isinstance(args.get("plan"), list):
                 c.plan = tuple(str(s.get("step", "")) for s in args["plan"] if isinstance(s, dict))
             t.calls.append(c)
-        elif ptype in ("function_call_output", "custom_tool_call_output") and p.get("call_id"):
+        elif ptype in ("function_call_output", "custom_tool_call_output") and _s(p.get("call_id")):
             results[p["call_id"]] = (p.get("output"), n)
     for c in t.calls:
         if c.id in results:
@@ -591,14 +597,14 @@ def _pi(t: Transcript, records: list[tuple[int, dict]]) -> None:
     entries = [(n, r) for n, r in records if r.get("type") != "session"]
     on_path: set[int] | None = None
     if any("id" in r and "parentId" in r for _, r in entries):
-        by_id = {r.get("id"): (n, r) for n, r in entries if r.get("id")}
+        by_id = {r["id"]: (n, r) for n, r in entries if _s(r.get("id"))}
         on_path = set()
         cur = entries[-1] if entries else None
         seen: set[str] = set()
         while cur is not None:
             n, r = cur
             on_path.add(n)
-            pid = r.get("parentId")
+            pid = _s(r.get("parentId"))
             if not pid or pid in seen:
                 break
             seen.add(pid)
@@ -610,7 +616,7 @@ def _pi(t: Transcript, records: list[tuple[int, dict]]) -> None:
         m = r["message"]
         lane = MAIN if on_path is None or n in on_path else OFF
         role = m.get("role")
-        if role == "toolResult" and m.get("toolCallId"):
+        if role == "toolResult" and _s(m.get("toolCallId")):
             results[m["toolCallId"]] = ("error" if m.get("isError") is True else "ok", n)
         elif role == "user" and lane == MAIN:
             c = m.get("content")
@@ -629,10 +635,10 @@ def _pi(t: Transcript, records: list[tuple[int, dict]]) -> None:
                 t.output_tokens += _int(u.get("output"))
             aborted = m.get("stopReason") in ("error", "aborted")
             for b in m.get("content") or []:
-                if not isinstance(b, dict) or b.get("type") != "toolCall" or not b.get("id"):
+                if not isinstance(b, dict) or b.get("type") != "toolCall" or not _s(b.get("id")):
                     continue
                 args = b.get("arguments") if isinstance(b.get("arguments"), dict) else {}
-                c = Call(id=b["id"], name=b.get("name", ""), args=args, line=n, lane=lane,
+                c = Call(id=b["id"], name=_s(b.get("name")) or "", args=args, line=n, lane=lane,
                          group=MAIN if lane == MAIN else OFF, cwd=t.cwd, aborted_message=aborted)
                 path = args.get("path") if isinstance(args.get("path"), str) else args.get("file_path")
                 if c.name in PI_WRITE_TOOLS and isinstance(path, str):
