@@ -129,3 +129,32 @@ def test_report_fill_is_na_when_everything_fits():
     assert rs._check_fill(bundle(600, 600, 9000), "", 8000)[2] == FAIL
     assert rs._check_fill(None, "exit 1", 8000)[2] == FAIL
     assert rs._check_context(None, "budget too small", 8000)[2] == FAIL
+
+
+def test_report_compaction_judges_the_replaced_range_and_suspects_large_noops(tmp_path):
+    from benchmarks import real_sessions as rs
+
+    t = _t(tmp_path, CC_WRITE)
+    log = [{"id": f"e{n}", "payload": {"source": {"file": "s.jsonl", "line": n}}} for n in (3, 2, 1)]
+    v = _view(log=log)
+
+    class FakeCtx:
+        def __init__(self, out):
+            self.out = out
+
+        def json(self, *args):
+            return self.out
+
+    def dry(first, last, detail, **kw):
+        return {"summarized_range": {"first": first, "last": last}, "summarized_events": 2,
+                "checks": [{"rule": "file_writes_listed", "ok": True, "detail": detail}], **kw}
+
+    assert rs._compaction_one(t, FakeCtx(dry("e1", "e2", "1 written file(s) listed: /w/a.py")),
+                              v)[2] == PASS
+    assert rs._compaction_one(t, FakeCtx(dry("e1", "e2", "0 written file(s) listed")), v)[2] == FAIL
+    assert rs._compaction_one(t, FakeCtx(dry("e1", "e1", "n/a")), v)[2] == NA   # write not replaced
+    small = {"noop": "nothing to compact", "summarized_events": 0, "tokens_before": 1500, "checks": []}
+    assert rs._compaction_one(t, FakeCtx(small), v)[2] == NA
+    large = dict(small, tokens_before=50_000)
+    assert rs._compaction_one(t, FakeCtx(large), v)[2] == FAIL
+    assert rs._compaction_one(t, FakeCtx(small), _view(log=[]))[2] == NA       # no writes here
