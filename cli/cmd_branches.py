@@ -18,7 +18,14 @@ from .render import emit_json, short, style
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def branch_cmd(state, name, rev, delete, as_json) -> None:
-    """List branches of the current session, create NAME at REV, or delete NAME with -d."""
+    """List branches of the current session, create NAME at REV, or delete NAME with -d.
+
+    \b
+    Examples:
+      ctx branch                    # list; * marks HEAD's branch
+      ctx branch try-b HEAD~3       # create try-b at HEAD~3 (HEAD stays where it is)
+      ctx branch -d try-b           # delete; `ctx reflog try-b` still shows its moves
+    """
     repo = state.repo
     if delete:
         if not name:
@@ -52,7 +59,14 @@ def branch_cmd(state, name, rev, delete, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def fork_cmd(state, name: str, at: str | None, as_json: bool) -> None:
-    """Create branch NAME (at HEAD or --at REV) and switch to it; nothing else moves."""
+    """Create branch NAME (at HEAD or --at REV) and switch to it; nothing else moves.
+
+    \b
+    Examples:
+      ctx fork try-b                # branch off here and switch to it
+      ctx fork retry --at HEAD~2    # branch off two events back
+      ctx checkout main             # go back; try-b keeps its events
+    """
     ref, tip = pb.fork(state.repo, name, at)
     if as_json:
         emit_json({"ref": ref, "tip": tip})
@@ -65,13 +79,25 @@ def fork_cmd(state, name: str, at: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def checkout_cmd(state, rev: str, as_json: bool) -> None:
-    """Switch HEAD to branch REV, or detach it at any event."""
+    """Switch HEAD to branch REV, to a session's `main` branch (REV a session id or unique
+    prefix, as `ctx sessions` lists them), or detach it at any event.
+
+    \b
+    Examples:
+      ctx checkout try-b            # a branch of the current session
+      ctx checkout 5cedc1c4         # a session: attach to its main branch
+      ctx checkout 5cedc1c4/rewind  # SESSION/BRANCH
+      ctx checkout HEAD~4           # detach at an event (appending needs a branch)
+    """
     ref, tip = pb.checkout(state.repo, rev)
+    parts = split_branch_ref(ref) if ref else None
     if as_json:
-        emit_json({"ref": ref, "head": tip, "detached": ref is None})
+        emit_json({"ref": ref, "head": tip, "detached": ref is None,
+                   "session": parts[0] if parts else None})
     elif ref and rev in ("HEAD", "@"):
-        parts = split_branch_ref(ref)
         click.echo(f"Already on {parts[1] if parts else ref} ({short(tip)})")
+    elif parts and not rev.endswith(parts[1]):
+        click.echo(f"Switched to branch {parts[1]} of session {short(parts[0])} ({short(tip)})")
     elif ref:
         click.echo(f"Switched to branch {rev} ({short(tip)})")
     else:
@@ -84,9 +110,19 @@ def checkout_cmd(state, rev: str, as_json: bool) -> None:
 @click.pass_obj
 def reset_cmd(state, rev: str, as_json: bool) -> None:
     """Roll the current branch back (or forward) to REV. The old tip stays in the reflog:
-    `ctx reset BRANCH@{1}` undoes it."""
+    `ctx reset BRANCH@{1}` undoes it.
+
+    \b
+    Examples:
+      ctx reset HEAD~1              # drop the last event from this branch
+      ctx reset main@{1}            # undo: main back where it was before its last move
+      ctx reset @{1}                # undo the last reset: HEAD where it was before
+    """
     ref, old, new = pb.reset(state.repo, rev)
     if as_json:
         emit_json({"ref": ref, "old": old, "new": new})
     else:
-        click.echo(f"HEAD is now at {short(new)} (was {short(old)}; undo with `ctx reset @{{1}}`)")
+        parts = split_branch_ref(ref)
+        name = parts[1] if parts else ref
+        click.echo(f"{name} is now at {short(new)} (was {short(old)}; undo with "
+                   f"`ctx reset {name}@{{1}}`)")

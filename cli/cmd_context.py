@@ -21,7 +21,14 @@ TIER_COLORS = {"P0": "red", "P1": "yellow", "P2": "cyan", "P3": "blue"}
 @click.pass_obj
 def state_cmd(state, rev: str | None, as_json: bool) -> None:
     """The working state projected from events at REV (default HEAD): goal, plan, constraints,
-    facts, decisions, files, errors, open questions."""
+    facts, decisions, files, errors, open questions.
+
+    \b
+    Examples:
+      ctx state
+      ctx state HEAD~20
+      ctx state --json | jq .files
+    """
     st = pc.state(state.repo, rev)
     d = st.to_dict()
     if as_json:
@@ -92,6 +99,12 @@ def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncat
     \b
     Tiers: P0 never dropped (system, current request, open tool pairs); P1 goal, plan,
     recent turns; P2 decisions, facts, memory, artifacts; P3 verbose output, chatter.
+
+    \b
+    Examples:
+      ctx context --budget 8000 --explain
+      ctx context --format anthropic --json > request.json
+      ctx context HEAD~5 --budget 4000 --record
     """
     bundle = pc.context(state.repo, rev, budget, system_prompt, record, truncate_system)
     if as_json:
@@ -131,7 +144,13 @@ def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncat
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def trace_cmd(state, rev, as_json) -> None:
-    """The reasoning trace at REV: goal, assumptions, decisions, evidence, actions, validation."""
+    """The reasoning trace at REV: goal, assumptions, decisions, evidence, actions, validation.
+
+    \b
+    Examples:
+      ctx trace
+      ctx trace try-b --json
+    """
     t = pc.trace(state.repo, rev)
     if as_json:
         emit_json(t)
@@ -195,7 +214,13 @@ def stats_cmd(state, rev, as_json) -> None:
 
 @cli.group("artifact")
 def artifact_group() -> None:
-    """Large evidence stored whole, outside the prompt."""
+    """Large evidence stored whole, outside the prompt.
+
+    \b
+    Examples:
+      ctx artifact add build.log --kind log --summary "CI run 812"
+      ctx cat 3e7a91c0 | less
+    """
 
 
 @artifact_group.command("add")
@@ -206,7 +231,13 @@ def artifact_group() -> None:
 @click.pass_obj
 def artifact_add(state, file, kind, summary, as_json) -> None:
     """Store FILE as an artifact (content stored once by hash, chunked when large) and record an
-    ArtifactAdded event on the current branch; prints the artifact id."""
+    ArtifactAdded event on the current branch; prints the artifact id.
+
+    \b
+    Examples:
+      ctx artifact add build.log --kind log --summary "CI run 812"
+      ctx artifact add screenshot.png --kind image --json
+    """
     open_input(file).close()  # missing: NotFound (3); unreadable: IOFailure (16)
     res = pc.artifact_add(state.repo, file, kind, summary)
     if res["event"] is None:
@@ -222,7 +253,13 @@ def artifact_add(state, file, kind, summary, as_json) -> None:
 @click.argument("object_id")
 @click.pass_obj
 def cat_cmd(state, object_id) -> None:
-    """Write the raw bytes of an artifact's content (or a blob) to stdout."""
+    """Write the raw bytes of an artifact's content (or a blob) to stdout.
+
+    \b
+    Examples:
+      ctx cat 3e7a91c0 > output.txt   # an artifact `ctx show` names
+      ctx cat 3e7a91c0 | grep -n FAIL
+    """
     out = sys.stdout.buffer
     for piece in pc.cat(state.repo, object_id):
         out.write(piece)

@@ -24,7 +24,13 @@ def demo_cmd(ctx: click.Context, as_json: bool) -> None:
     public API, then show the log graph, the state and the context composition.
 
     Uses the store found as usual; with none, a new temporary one (it says where). No network,
-    no model, deterministic."""
+    no model, deterministic.
+
+    \b
+    Examples:
+      ctx demo                        # in a temporary store it names
+      ctx init && ctx demo            # in .ctx here, to explore with ctx log --graph
+    """
     state = ctx.obj
     try:
         repo = state.repo

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 
 import click
 
-from ctxstore.clock import iso_from_ms
+from ctxstore.clock import iso_from_ms, parse_when
 from ctxstore.porcelain import compaction as pco
 from ctxstore.porcelain import context as pc
 from ctxstore.porcelain import history as ph
+from ctxstore.porcelain.search import EventFilter, grep, grep_tips, visible_parents
 from ctxstore.refs import split_branch_ref
 
+from . import output
+from .eventview import event_lines, object_lines, state_diff_lines
 from .main import cli
-from .render import emit_json, event_summary, graph_lines, short, style
+from .render import (
+    emit_json,
+    event_summary,
+    graph_lines,
+    message_summary,
+    one_line,
+    short,
+    style,
+)
 
 
 def _decorations(repo) -> dict[str, list[str]]:
@@ -28,28 +41,118 @@ def _decorations(repo) -> dict[str, list[str]]:
     return deco
 
 
+def _event_filter(types, actors, grep, ignore_case, since, until, bookkeeping) -> EventFilter:
+    try:
+        pattern = re.compile(grep, re.IGNORECASE if ignore_case else 0) if grep else None
+    except re.error as exc:
+        raise click.BadParameter(f"not a regular expression: {exc}", param_hint="--grep") from None
+    return EventFilter(tuple(types), tuple(actors), pattern, _when(since, "--since"),
+                       _when(until, "--until"), bookkeeping)
+
+
+def _when(text: str | None, option: str):
+    if text is None:
+        return None
+    when = parse_when(text, what=option)
+    if when is None:
+        raise click.BadParameter("'never' is no point in time", param_hint=option)
+    return when
+
+
+def _session_cwd(repo, event_id: str | None) -> str:
+    """The cwd of the session an event belongs to: tool paths are shown relative to it."""
+    sid = repo.session_of_event(event_id) if event_id else None
+    return repo.session(sid).cwd if sid else ""
+
+
+def _tool_names(events) -> dict[str, str]:
+    """Call id -> tool name, from the calls among `events` (results often omit the name)."""
+    return {str(ev.payload.get("tool_call_id")): str(ev.payload.get("name", ""))
+            for _, ev in events if ev.type == "ToolCallRequested"}
+
+
+def _describe(repo, ev, width: int, cwd: str, names: dict[str, str] | None = None) -> str:
+    """The event's summary; for a model turn without text, what its message holds."""
+    text = event_summary(ev, width, cwd, names)
+    if text or ev.type not in ("ModelResponseReceived", "MessageAdded"):
+        return text
+    msg = ph.message_of(repo, ev)
+    return (message_summary(msg, width, cwd) if msg is not None else "") or \
+        style("(empty)", dim=True)
+
+
 @cli.command("log")
 @click.argument("rev", required=False)
 @click.option("-n", "--max-count", "n", type=click.IntRange(min=0), default=None,
-              help="Show at most N events.")
-@click.option("--oneline", is_flag=True, help="One line per event: id, type, summary.")
+              help="Show at most N events (after filtering).")
+@click.option("--oneline", is_flag=True,
+              help="One line per event: id, type, summary (tool calls as `Bash: pytest -x`).")
 @click.option("--graph", is_flag=True, help="Draw the DAG like `git log --graph`.")
 @click.option("--all", "all_", is_flag=True, help="All branches of the current session.")
 @click.option("--first-parent", is_flag=True, help="Follow only first parents.")
+@click.option("--type", "types", multiple=True, metavar="TYPE",
+              help="Only events of TYPE (glob, e.g. 'ToolCall*'; repeatable). Naming a "
+                   "bookkeeping type shows it.")
+@click.option("--actor", "actors", multiple=True,
+              type=click.Choice(["user", "agent", "model", "tool", "system", "subagent"]),
+              help="Only events by ACTOR (repeatable).")
+@click.option("--grep", "grep", metavar="REGEX",
+              help="Only events whose payload (text, tool name and arguments, result preview) "
+                   "matches; `ctx grep` also searches whole messages and artifacts.")
+@click.option("-i", "--regexp-ignore-case", "ignore_case", is_flag=True,
+              help="--grep ignores case.")
+@click.option("--since", metavar="WHEN", help="Only events at or after WHEN (2026-02-16, 3d, '2 hours ago').")
+@click.option("--until", metavar="WHEN", help="Only events at or before WHEN.")
+@click.option("--reverse", is_flag=True, help="Oldest first (applied after -n, as in git).")
+@click.option("--bookkeeping", is_flag=True,
+              help="Also show source bookkeeping: the system records importers keep from a "
+                   "transcript (claude-code:progress, claude-code:file-history-snapshot, "
+                   "codex:turn_context, ...), hidden by default.")
 @click.option("--json", "as_json", is_flag=True,
               help="An array, newest first: id, type, actor, parents, generation, ts, payload, causality.")
 @click.pass_obj
-def log_cmd(state, rev, n, oneline, graph, all_, first_parent, as_json) -> None:
-    """Show events newest first from REV (default HEAD)."""
+def log_cmd(state, rev, n, oneline, graph, all_, first_parent, types, actors, grep, ignore_case,
+            since, until, reverse, bookkeeping, as_json) -> None:
+    """Show events newest first from REV (default HEAD).
+
+    Source bookkeeping events (records an importer kept that no person or model wrote) are
+    hidden unless --bookkeeping or a matching --type is given; --graph then draws each shown
+    event's nearest shown ancestors, so forks and merges stay visible.
+
+    \b
+    Examples:
+      ctx log --oneline -n 20
+      ctx log --graph --all
+      ctx log --type 'ToolCall*' --grep pytest
+      ctx log --actor user --since 2026-02-16 --reverse
+      ctx log --bookkeeping --oneline HEAD~50
+    """
     repo = state.repo
-    events = ph.log(repo, rev, n, all_, first_parent)
+    if graph and reverse:
+        raise click.UsageError("--reverse cannot be combined with --graph")
+    flt = _event_filter(types, actors, grep, ignore_case, since, until, bookkeeping)
+    walked: list = []
+    events = ph.log(repo, rev, n, all_, first_parent, flt, walked)
     compacted = pco.compacted_events(repo, events)
+    if reverse:
+        events.reverse()
     if as_json:
         emit_json([{**ph.event_dict(i, e), **({"compacted_by": compacted[i]} if i in compacted else {})}
                    for i, e in events])
         return
+    output.page()
     deco = _decorations(repo)
-    rows = graph_lines(events) if graph else (("", i, e) for i, e in events)
+    cwd = _session_cwd(repo, events[0][0] if events else None)
+    tools = _tool_names(walked)
+    parents = None
+    if flt.active:  # hidden events: the graph skips over them, their labels move down
+        parents, nearest = visible_parents(walked, {i for i, _ in events})
+        for tip, names in list(deco.items()):
+            for anc in nearest.get(tip, ()):
+                deco.setdefault(anc, []).extend(n for n in names if n not in deco[anc])
+        if not graph:
+            parents = None
+    rows = graph_lines(events, parents) if graph else (("", i, e) for i, e in events)
     for prefix, eid, ev in rows:
         lead = f"{prefix} " if graph else ""
         if not eid:
@@ -62,53 +165,175 @@ def log_cmd(state, rev, n, oneline, graph, all_, first_parent, as_json) -> None:
             merge += style(" [compacted]", dim=True)
         if oneline or graph:
             click.echo(f"{lead}{style(short(eid, 10), fg='yellow')}{dec}{merge} "
-                       f"{style(ev.type, bold=True)} {event_summary(ev, 60)}")
+                       f"{style(ev.type, bold=True)} {_describe(repo, ev, 72, cwd, tools)}")
         else:
             click.echo(style(f"event {eid}", fg="yellow") + dec + merge)
             click.echo(f"Type:   {ev.type}   Actor: {ev.actor}   Generation: {ev.generation}")
             click.echo(f"Date:   {ev.ts}")
-            summary = event_summary(ev, 200)
+            summary = _describe(repo, ev, 200, cwd, tools)
             if summary:
                 click.echo(f"\n    {summary}")
             click.echo("")
 
 
 @cli.command("show")
-@click.argument("rev")
-@click.option("--json", "as_json", is_flag=True)
+@click.argument("rev", default="HEAD", required=False)
+@click.option("-v", "--verbose", is_flag=True,
+              help="Also causality ids and the source provenance (the original transcript line).")
+@click.option("--raw", is_flag=True, help="The stored object as JSON, exactly as `ctx cat-object`.")
+@click.option("--json", "as_json", is_flag=True,
+              help="{id, type, content, session?, message?, artifacts} as JSON.")
 @click.pass_obj
-def show_cmd(state, rev: str, as_json: bool) -> None:
-    """Show an event or any object (by revision, id or unique prefix)."""
-    info = ph.show(state.repo, rev)
+def show_cmd(state, rev: str, verbose: bool, raw: bool, as_json: bool) -> None:
+    """Show an event (REV, default HEAD) or any object by id or unique prefix.
+
+    An event reads as its message: text, thinking, each tool call with its arguments, tool
+    results (first lines; the whole output is an artifact, `ctx cat ID`), artifact refs.
+
+    \b
+    Examples:
+      ctx show                 # the event HEAD names
+      ctx show HEAD~3
+      ctx show 5f3a9c1e -v     # with causality ids and the original transcript line
+      ctx show 5f3a9c1e --raw  # the stored JSON
+    """
+    info = ph.show(state.repo, rev, source=verbose or as_json)
     if as_json:
         emit_json(info)
         return
-    click.echo(style(f"{info['type']} {info['id']}", fg="yellow"))
-    click.echo(json.dumps(info["content"], indent=2, ensure_ascii=False, default=str))
+    output.page()
+    if raw:
+        click.echo(style(f"{info['type']} {info['id']}", fg="yellow"))
+        click.echo(json.dumps(info["content"], indent=2, ensure_ascii=False, default=str))
+        return
+    if info["type"] == "event":
+        cwd = state.repo.session(info["session"]).cwd if info.get("session") else ""
+        lines = event_lines(info, _decorations(state.repo).get(info["id"], []), verbose, cwd)
+    else:
+        lines = object_lines(info, verbose)
+    for line in lines:
+        click.echo(line)
 
 
 @cli.command("diff")
 @click.argument("a")
 @click.argument("b")
+@click.option("--stat", is_flag=True,
+              help="Counts only: events per type on each side and a line per changed state section.")
 @click.option("--json", "as_json", is_flag=True,
-              help="{a, b, merge_base, only_a: [...], only_b: [...]} (events newest first).")
+              help="{a, b, merge_base, only_a: [...], only_b: [...], state} (events newest first).")
 @click.pass_obj
-def diff_cmd(state, a: str, b: str, as_json: bool) -> None:
-    """Compare two revisions from their merge base: events only in A, only in B."""
+def diff_cmd(state, a: str, b: str, stat: bool, as_json: bool) -> None:
+    """Compare two revisions from their merge base: events only in A, only in B, and how the
+    projected state differs (goal, plan, files, facts, errors, ...).
+
+    \b
+    Examples:
+      ctx diff main try-b
+      ctx diff --stat HEAD~10 HEAD
+      ctx diff main try-b --json | jq '.state'
+    """
     d = ph.diff(state.repo, a, b)
     sdiff = pc.state_diff_at(state.repo, a, b)
     if as_json:
         emit_json({**d.to_dict(), "state": sdiff})
         return
+    output.page()
+    cwd = _session_cwd(state.repo, d.b)
+    names = _tool_names([*d.only_a, *d.only_b])
     click.echo(f"merge base: {short(d.base) if d.base else '(none: unrelated histories)'}")
-    for label, events, color in ((a, d.only_a, "red"), (b, d.only_b, "green")):
-        click.echo(style(f"only in {label} ({len(events)} events):", bold=True))
+    for label, events, color, sign in ((a, d.only_a, "red", "-"), (b, d.only_b, "green", "+")):
+        click.echo(style(f"only in {label} ({len(events)} event{'s' if len(events) != 1 else ''})"
+                         f"{':' if events else ''}", bold=True))
+        if stat:
+            for t, count in _type_counts(events):
+                click.echo(style(f" {sign} {count:>5} {t}", fg=color))
+            continue
         for eid, ev in events:
-            click.echo(style(f"  {short(eid, 10)} {ev.type}", fg=color) + f" {event_summary(ev, 60)}")
+            click.echo(style(f" {sign} {short(eid, 10)} {ev.type}", fg=color)
+                       + f" {_describe(state.repo, ev, 60, cwd, names)}")
     if sdiff:
-        click.echo(style("state differences:", bold=True))
-        for section, change in sdiff.items():
-            click.echo(f"  {section}: {json.dumps(change, ensure_ascii=False, default=str)[:300]}")
+        click.echo(style(f"state ({a} → {b}):", bold=True))
+        for line in state_diff_lines(sdiff, stat):
+            click.echo(line)
+    else:
+        click.echo(style("state: no difference", bold=True))
+
+
+def _type_counts(events) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for _, ev in events:
+        counts[ev.type] = counts.get(ev.type, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@cli.command("grep")
+@click.argument("pattern")
+@click.argument("rev", required=False)
+@click.option("--all", "all_", is_flag=True, help="Every branch of every session.")
+@click.option("-i", "--ignore-case", is_flag=True, help="Match case-insensitively.")
+@click.option("-F", "--fixed-strings", is_flag=True, help="PATTERN is a plain string, not a regex.")
+@click.option("-l", "--events-only", is_flag=True, help="Print only the ids of matching events.")
+@click.option("-n", "--max-count", "n", type=click.IntRange(min=1), default=None,
+              help="Stop after N matching lines.")
+@click.option("--json", "as_json", is_flag=True,
+              help="An array of {session, event, type, where, line, object}.")
+@click.pass_obj
+def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only, n, as_json) -> None:
+    """Search messages, tool calls (names and arguments), tool results and artifacts of the
+    history from REV (default HEAD), or of every session with --all.
+
+    Each line is `EVENT TYPE WHERE: LINE` (with --all `EVENT [SESSION] ...`); `ctx show EVENT`
+    opens the event. Exit 1 when
+    nothing matches, as grep does. A plain scan of the history (no index).
+
+    \b
+    Examples:
+      ctx grep AssertionError
+      ctx grep -i 'def parse' main
+      ctx grep --all -l pytest
+      ctx grep -F 'a.b(c)' --json
+    """
+    if all_ and rev:
+        raise click.UsageError("give either REV or --all, not both")
+    try:
+        regex = re.compile(re.escape(pattern) if fixed_strings else pattern,
+                           re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise click.BadParameter(f"not a regular expression: {exc}", param_hint="PATTERN") from None
+    repo = state.repo
+    tips = grep_tips(repo, rev, all_)
+    hits = grep(repo, regex, tips)
+    if n is not None:
+        hits = itertools.islice(hits, n)
+    if as_json:
+        found = [h.to_dict() for h in hits]
+        emit_json(found)
+        if not found:
+            click.get_current_context().exit(1)
+        return
+    output.page()
+    seen: set[str] = set()
+    for h in hits:
+        if events_only:
+            if h.event not in seen:
+                click.echo(short(h.event, 10))
+            seen.add(h.event)
+            continue
+        seen.add(h.event)
+        click.echo(f"{style(_hit_id(h, all_), fg='yellow')} {style(h.type, bold=True)} "
+                   f"{style(h.where, fg='cyan')}: {_highlight(one_line(h.line, 200), regex)}")
+    if not seen:
+        click.get_current_context().exit(1)
+
+
+def _hit_id(h, with_session: bool) -> str:
+    """The event's short id (`ctx show` opens it); with --all, its session in brackets."""
+    return f"{short(h.event, 10)} [{short(h.session, 8)}]" if with_session else short(h.event, 10)
+
+
+def _highlight(line: str, regex) -> str:
+    return regex.sub(lambda m: style(m.group(0), fg="red", bold=True), line)
 
 
 class _ReflogGroup(click.Group):
@@ -124,7 +349,14 @@ class _ReflogGroup(click.Group):
 @cli.group("reflog", cls=_ReflogGroup)
 def reflog_group() -> None:
     """Every move of a ref, newest first (`ctx reflog [show] [REF]`); REF@{N} names entry N.
-    `ctx reflog expire` prunes old entries."""
+    `ctx reflog expire` prunes old entries.
+
+    \b
+    Examples:
+      ctx reflog                      # HEAD's moves
+      ctx reflog try-b                # a branch's, even after `ctx branch -d try-b`
+      ctx reflog expire --dry-run
+    """
 
 
 @reflog_group.command("show")
@@ -132,11 +364,19 @@ def reflog_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def reflog_cmd(state, ref: str | None, as_json: bool) -> None:
-    """Every move of REF (default HEAD), newest first; REF@{N} names entry N."""
+    """Every move of REF (default HEAD), newest first; REF@{N} names entry N.
+
+    \b
+    Examples:
+      ctx reflog
+      ctx reflog main
+      ctx reset main@{1}     # put main back where it was before its last move
+    """
     name, entries = ph.reflog(state.repo, ref)
     if as_json:
         emit_json({"ref": name, "entries": entries})
         return
+    output.page()
     parts = split_branch_ref(name)
     label = parts[1] if parts else name
     for e in entries:

@@ -10,8 +10,8 @@ import tempfile
 
 import click
 
-from ctxstore.errors import IOFailure
-from ctxstore.importers import FORMATS, export_session, import_paths
+from ctxstore.errors import IOFailure, NotFound
+from ctxstore.importers import FORMATS, discover, export_session, import_paths
 
 from .main import cli
 from .render import emit_json, short, style
@@ -19,8 +19,12 @@ from .render import emit_json, short, style
 EXPORT_FORMATS = ("claude-code", "codex", "pi", "jsonl")
 
 
+#: Warnings printed before "... and N more" (--json lists every one in warning_list).
+MAX_WARNINGS_SHOWN = 20
+
+
 @cli.command("import")
-@click.argument("args", nargs=-1, required=True, metavar="[FORMAT] PATH...")
+@click.argument("args", nargs=-1, metavar="[FORMAT] [PATH]...")
 @click.option("--strict", is_flag=True,
               help="Any bad-input finding is an error and nothing is written.")
 @click.option("--json", "as_json", is_flag=True,
@@ -29,15 +33,23 @@ EXPORT_FORMATS = ("claude-code", "codex", "pi", "jsonl")
 def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> None:
     """Import Claude Code, Codex or pi transcripts (or ctxstore JSONL) from files or folders.
 
-    FORMAT is claude-code, codex, pi or jsonl; detected per file when omitted. Folders are
-    searched for *.jsonl (e.g. a whole ~/.claude/projects tree, subagents included).
-    Importing the same file twice adds nothing; a longer version of a session extends it.
-    Bad lines are reported with file and line number and the rest is imported.
+    FORMAT is claude-code, codex, pi or jsonl; detected per file when omitted. A forced
+    FORMAT refuses (exit 10, nothing written) a file whose records are mostly not that
+    format's. Folders are searched for *.jsonl (e.g. a whole ~/.claude/projects tree,
+    subagents included). With no PATH, the harnesses' default folders are searched:
+    $CLAUDE_CONFIG_DIR/projects (~/.claude/projects), $CODEX_HOME/sessions
+    (~/.codex/sessions) and $PI_CODING_AGENT_DIR/sessions (~/.pi/agent/sessions); with only
+    FORMAT, that harness's folder. Nothing importable there exits 3 (no *.jsonl files) or 10
+    (none is a transcript). Importing the same file twice adds nothing; a longer version of a
+    session extends it. Bad lines are reported with file and line number and the rest is
+    imported.
 
     \b
     Examples:
+      ctx import                      # every harness's default folder that exists
       ctx import ~/.claude/projects
       ctx import codex ~/.codex/sessions/2026/11/rollout-*.jsonl
+      ctx import pi                   # ~/.pi/agent/sessions
       ctx import --strict session.jsonl
     """
     fmt = None
@@ -45,7 +57,7 @@ def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> Non
     if paths and paths[0] in FORMATS:
         fmt = paths.pop(0)
     if not paths:
-        raise click.UsageError("give at least one PATH to import")
+        paths = _default_paths(fmt, quiet=as_json)
     bar = None
     if not as_json and sys.stderr.isatty():
         bar = click.progressbar(length=1, label="importing", file=sys.stderr)
@@ -73,10 +85,30 @@ def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> Non
                    f"{d.get('events', 0)} events, {len(d.get('branches', []) or [])} branch(es), "
                    f"{d.get('tool_pairs', 0)} tool pairs, {d.get('compactions', 0)} compaction(s)  "
                    f"{d.get('kind', '')} {d.get('file', '')}")
-    for w in report.warnings:
+    for w in report.warnings[:MAX_WARNINGS_SHOWN]:
         click.echo(style("warning: ", fg="yellow") + f"{w['file']}:{w['line']}: {w['message']}", err=True)
+    if len(report.warnings) > MAX_WARNINGS_SHOWN:
+        click.echo(f"... and {len(report.warnings) - MAX_WARNINGS_SHOWN} more warning(s) "
+                   f"(--json lists every one in warning_list)", err=True)
     for n in report.notes:
         click.echo(f"note: {n}", err=True)
+
+
+def _default_paths(fmt: str | None, quiet: bool) -> list[str]:
+    """The default transcript folders that exist (of FORMAT's harness only, when given),
+    saying on stderr where it looked; NotFound when there is none."""
+    places = [(f, d, ok) for f, d, ok in discover() if fmt is None or f == fmt]
+    if fmt == "jsonl":
+        raise click.UsageError("ctxstore JSONL has no default folder: give a PATH")
+    found = [d for _f, d, ok in places if ok]
+    if not found:
+        raise NotFound("no transcripts: none of the default folders exists "
+                       f"({', '.join(d for _f, d, _ok in places)}); give a PATH")
+    if not quiet:
+        click.echo("Looking in the default transcript folders:", err=True)
+        for f, d, ok in places:
+            click.echo(f"  {f:<12} {d}  {'found' if ok else 'not there'}", err=True)
+    return found
 
 
 @cli.command("export")
@@ -88,7 +120,13 @@ def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> Non
               help="Write here instead of stdout.")
 @click.pass_obj
 def export_cmd(state, rev: str, fmt: str, output: str | None) -> None:
-    """Write a session (REV may be a session id: every branch) or one history as JSONL."""
+    """Write a session (REV may be a session id: every branch) or one history as JSONL.
+
+    \b
+    Examples:
+      ctx export 5cedc1c4 --format claude-code -o session.jsonl   # the original lines
+      ctx export HEAD --format jsonl > history.jsonl              # re-imports to equal ids
+    """
     if output:
         res = _export_to_file(state.repo, rev, fmt, output)
         click.echo(f"wrote {res['lines']} line(s) of session {short(res['session'])} to {output}",

@@ -29,7 +29,13 @@ def _size(n: int) -> str:
 def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> None:
     """Expire reflogs, keep everything reachable from refs, HEAD, reflogs and the operations of
     the last 90 days (what `ctx undo` needs), rewrite the live objects into a new pack and only
-    then delete the old packs."""
+    then delete the old packs.
+
+    \b
+    Examples:
+      ctx gc --dry-run                # what would go
+      ctx gc --prune now              # also packs written in the last two weeks
+    """
     with Progress(show_progress) as bar:
         res = pm.gc(state.repo, prune=prune, dry_run=dry_run, progress=bar)
     if as_json:
@@ -69,7 +75,13 @@ def fsck_cmd(state, full: bool, as_json: bool, show_progress) -> None:
     message, artifact, summary and snapshot link resolves), generation numbers, tool
     call/result pairs and compaction ranges.
 
-    Exits 13 after listing each problem with its object id."""
+    Exits 13 after listing each problem with its object id.
+
+    \b
+    Examples:
+      ctx fsck
+      ctx fsck --full --json
+    """
     with Progress(show_progress) as bar:
         report = fsck_repo.check(state.repo, full=full, progress=bar)
     problems = report.problems
@@ -97,7 +109,13 @@ def fsck_cmd(state, full: bool, as_json: bool, show_progress) -> None:
 def reflog_expire_cmd(state, refs, expire: str, expire_unreachable: str, dry_run: bool,
                       as_json: bool) -> None:
     """Prune old reflog entries (all reflogs, or the named full ref names such as HEAD or
-    refs/sessions/SESSION/BRANCH), so gc can remove what only they kept alive."""
+    refs/sessions/SESSION/BRANCH), so gc can remove what only they kept alive.
+
+    \b
+    Examples:
+      ctx reflog expire --dry-run
+      ctx reflog expire --expire-unreachable now HEAD
+    """
     res = pm.reflog_expire(state.repo, expire=expire, expire_unreachable=expire_unreachable,
                            dry_run=dry_run, refs=list(refs) or None)
     if as_json:

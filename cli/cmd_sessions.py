@@ -22,7 +22,13 @@ from .render import emit_json, short, style
 @click.option("--json", "as_json", is_flag=True, help="Print {session, root, branch, ref} as JSON.")
 @click.pass_obj
 def new_cmd(state, title: str, goal: str, as_json: bool) -> None:
-    """Start a session; HEAD moves to its `main` branch. Prints the session id."""
+    """Start a session; HEAD moves to its `main` branch. Prints the session id.
+
+    \b
+    Examples:
+      ctx new --title "fix parser" --goal "make the parser test pass"
+      ctx new --json | jq -r .session
+    """
     sid, root = state.repo.new_session(title=title, goal=goal)
     if as_json:
         emit_json({"session": sid, "root": root, "branch": DEFAULT_BRANCH,
@@ -49,9 +55,9 @@ def sessions_cmd(state, as_json: bool, cwd: str | None, fmt: str | None, pattern
     """List sessions, newest first, subagents under the session that spawned them.
 
     Each line shows the session id, where it came from (claude-code, codex, pi, or native),
-    its event count, its last activity, its title and its working directory. The title is the
-    newest one the harness recorded, else the first real request (no slash commands, no
-    harness markup).
+    its event count, its last activity, its title, its tags and its working directory. The
+    title is the one `ctx session rename` gave, else the newest one the harness recorded, else
+    the first real request (no slash commands, no harness markup).
 
     \b
     Examples:
@@ -76,9 +82,10 @@ def sessions_cmd(state, as_json: bool, cwd: str | None, fmt: str | None, pattern
         indent = "  " * e.depth + ("└ " if e.depth else "")
         kind = f"{e.kind}: " if e.kind in ("subagent", "fork") else ""
         where = f"  {style(e.cwd, dim=True)}" if e.cwd else ""
+        tags = style(f"  [{', '.join(e.tags)}]", fg="cyan") if e.tags else ""
         click.echo(f"{mark} {style(short(e.id), fg='yellow')}  {e.format:<11} {e.events:>6} events  "
                    f"{e.last_activity[:16].replace('T', ' ')}  {indent}{kind}"
-                   f"{e.title or style('(untitled)', dim=True)}{where}")
+                   f"{e.title or style('(untitled)', dim=True)}{tags}{where}")
 
 
 @cli.command("append")
@@ -125,22 +132,46 @@ def append_cmd(state, event_type: str | None, actor: str, payload: str | None,
 
 
 @cli.command("status")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True,
+              help="{store, session, branch, head, detached, title, tags, branches, events, "
+                   "last_event} or, when HEAD names no event, {sessions, recent_sessions}.")
 @click.pass_obj
 def status_cmd(state, as_json: bool) -> None:
-    """Where HEAD is: session, branch, head event, event count."""
+    """Where HEAD is: session, branch, head event, event count. When HEAD names no session
+    yet, the store's most recently active sessions and how to attach to one.
+
+    \b
+    Examples:
+      ctx status
+      ctx status --json | jq -r .session
+    """
     info = status_of(state.repo)
     if as_json:
         emit_json(info)
         return
     if info.get("head") is None:
-        click.echo("No session yet: `ctx new --title ...` starts one.")
+        n = info.get("sessions", 0)
+        if not n:
+            click.echo("No session yet: `ctx new --title ...` starts one; `ctx import` brings "
+                       "in Claude Code, Codex or pi transcripts.")
+            return
+        click.echo(f"HEAD is on no session yet; this store has {n} session{'s' if n != 1 else ''}"
+                   f"{', most recently active first' if n > 1 else ''}:")
+        for s in info["recent_sessions"]:
+            click.echo(f"  {style(short(s['id']), fg='yellow')}  {s['events']:>6} events  "
+                       f"{s['last_activity'][:19]}  {s['title']}")
+        if n > len(info["recent_sessions"]):
+            click.echo(f"  ... and {n - len(info['recent_sessions'])} more (ctx sessions)")
+        click.echo("Attach to one with `ctx checkout SESSION`; `ctx new --title ...` starts a new one.")
         return
+    title = f"  {info['title']}" if info.get("title") else ""
+    tags = f"  [{', '.join(info['tags'])}]" if info.get("tags") else ""
     if info["detached"]:
-        click.echo(f"HEAD detached at {short(info['head'])}")
+        where = f" (session {short(info['session'])}{title})" if info.get("session") else ""
+        click.echo(f"HEAD detached at {short(info['head'])}{where}")
     else:
         click.echo(f"On branch {style(info['branch'], fg='green')} of session "
-                   f"{short(info['session'])}  {info.get('title', '')}")
+                   f"{short(info['session'])}{title}{tags}")
         click.echo(f"Branches: {', '.join(info.get('branches', []))}")
     click.echo(f"Head: {info['head']} ({info['last_event']['type']}, {info['last_event']['ts']})")
     click.echo(f"Events: {info['events']}")

@@ -18,7 +18,14 @@ from .render import emit_json
 def init_cmd(directory: str, durability: str | None) -> None:
     """Create a store in DIRECTORY/.ctx (default: the current directory).
 
-    Running it again in an existing store changes nothing."""
+    Running it again in an existing store changes nothing.
+
+    \b
+    Examples:
+      ctx init                        # .ctx here
+      ctx init ~/agent-runs --durability always
+      CTX_DIR=~/agent-runs ctx status # use that store from anywhere
+    """
     settings = {"durability": durability} if durability else {}
     with Repository.init(directory, **settings) as repo:
         click.echo(f"Initialized ctxstore in {repo.path}")
@@ -29,5 +36,11 @@ def init_cmd(directory: str, durability: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Accepted for symmetry; output is always JSON.")
 @click.pass_obj
 def cat_object(state, object_id: str, as_json: bool) -> None:
-    """Print any object (by id, unique prefix, or revision) as JSON: {id, type, content}."""
+    """Print any object (by id, unique prefix, or revision) as JSON: {id, type, content}.
+
+    \b
+    Examples:
+      ctx cat-object HEAD
+      ctx cat-object 5f3a9c1e | jq .content.payload
+    """
     emit_json(show(state.repo, object_id))

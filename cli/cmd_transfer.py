@@ -81,7 +81,15 @@ def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, as_json,
     """Write the named branches or sessions (default: HEAD's session), and everything they
     reach, to one self-describing, checksummed FILE; or inspect one with --verify / --list.
 
-    The same refs and objects always give a byte-identical file."""
+    The same refs and objects always give a byte-identical file.
+
+    \b
+    Examples:
+      ctx pack -o session.ctxpack                 # HEAD's session, every branch
+      ctx pack --all -o store.ctxpack
+      ctx pack main --since main~100 -o new.ctxpack   # thin: only what is newer
+      ctx pack --verify session.ctxpack
+    """
     if verify_file or list_file:
         if out or revs or all_refs or since:
             raise click.UsageError("--verify/--list take only a FILE")
@@ -134,7 +142,13 @@ def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, as_json,
 @click.pass_obj
 def unpack_cmd(state, file: str, force: bool, as_json: bool, show_progress) -> None:
     """Import a pack: everything is verified before anything becomes visible; refs are created
-    or fast-forwarded by compare-and-swap (a non-fast-forward is refused unless --force)."""
+    or fast-forwarded by compare-and-swap (a non-fast-forward is refused unless --force).
+
+    \b
+    Examples:
+      ctx unpack session.ctxpack
+      ctx unpack store.ctxpack --json
+    """
     with Progress(show_progress) as bar:
         result = pt.unpack(state.repo, file, force=force, progress=bar)
     if as_json:

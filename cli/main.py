@@ -16,9 +16,12 @@ from ctxstore.errors import CtxError, IOFailure
 from ctxstore.repo import Repository
 from ctxstore.repo.transaction import command_line
 
+from . import output
+from .output import COLOR_CHOICES
+
 #: Command modules, in the order `ctx --help` lists their commands' families.
 COMMAND_MODULES = (
-    "cmd_store", "cmd_sessions", "cmd_history", "cmd_branches", "cmd_context",
+    "cmd_store", "cmd_sessions", "cmd_session", "cmd_history", "cmd_branches", "cmd_context",
     "cmd_compact", "cmd_import", "cmd_transfer", "cmd_maintenance", "cmd_op", "cmd_demo",
 )
 
@@ -92,9 +95,14 @@ class CtxGroup(click.Group):
 @click.option("--store", "store_path", metavar="PATH", envvar="CTX_DIR",
               help="The store directory (.ctx or its parent). Default: $CTX_DIR, else the "
                    "nearest .ctx found walking up from the current directory.")
+@click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              help="Colour the output: auto = on a terminal unless NO_COLOR is set.")
+@click.option("--no-pager", is_flag=True,
+              help="Do not page long output (default pager: $CTX_PAGER, $PAGER, else less -FRX; "
+                   "never when stdout is not a terminal).")
 @click.version_option(__version__, prog_name="ctx")
 @click.pass_context
-def cli(ctx: click.Context, store_path: str | None) -> None:
+def cli(ctx: click.Context, store_path: str | None, color: str, no_pager: bool) -> None:
     """ctx — a git-like, content-addressed store for the working state of LLM agents.
 
     Sessions are DAGs of immutable events; branches are refs; every ref move is in a reflog.
@@ -107,6 +115,7 @@ def cli(ctx: click.Context, store_path: str | None) -> None:
       ctx append TYPE        record an event; ctx log --graph to see them
       ctx context --explain  what the model would see now, and why
     """
+    output.configure(ctx, color, no_pager)
     state = State(store_path, ctx.meta.get("ctx.argv"))
     ctx.obj = state
     ctx.call_on_close(state.close)

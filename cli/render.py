@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,9 +30,6 @@ def short(obj_id: str | None, n: int = 12) -> str:
     return obj_id[:n] if obj_id else "-"
 
 
-def color_enabled() -> bool:
-    return sys.stdout.isatty()
-
 
 def style(text: str, **kw) -> str:
     return click.style(text, **kw)
@@ -55,18 +52,126 @@ def _compaction_summary(p) -> str:
     return head
 
 
-def event_summary(ev: Event, width: int = 80) -> str:
-    """One line that says what an event was about."""
+#: Argument keys that say what a tool call is about, most telling first.
+_COMMAND_KEYS = ("command", "cmd", "script")
+_TARGET_KEYS = ("file_path", "path", "filePath", "notebook_path", "file", "url", "pattern",
+                "query", "description", "prompt", "subject", "name", "task")
+
+
+def one_line(text: str, width: int) -> str:
+    """Whitespace collapsed to single spaces, cut to `width` with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _relative(path: str, cwd: str) -> str:
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1:]
+    return path
+
+
+def _command_text(value: Any) -> str:
+    """A shell command given as a string or an argv list (`["bash", "-lc", "pytest -x"]`)."""
+    if isinstance(value, (list, tuple)):
+        parts = [str(v) for v in value]
+        if len(parts) >= 3 and parts[1] in ("-c", "-lc") and "sh" in parts[0]:
+            return parts[2]
+        return " ".join(parts)
+    return str(value)
+
+
+def tool_call_summary(name: str, args: Any, cwd: str = "", width: int = 80) -> str:
+    """`Bash: pytest -x`, `Edit src/parser.py`, `Grep TODO in src`: a tool call as one line.
+
+    The files a call reads or changes come from the tool semantics registry
+    (`ctxstore.state.tools`, which knows each harness's tools and Codex patches), relative to
+    the session's cwd; a command is shown after a colon (the first line of a script); a
+    search as what it looks for and where; otherwise a path, URL or description, else the
+    argument names with the size of list values."""
+    from ctxstore.state.tools import call_effects  # start-up: only when a call is shown
+
+    name = name or "?"
+    if not isinstance(args, dict) and hasattr(args, "items"):
+        args = dict(args.items())
+    if not isinstance(args, dict):
+        return one_line(f"{name} {args}" if args not in (None, "") else name, width)
+    effects = call_effects(name, args)
+    files = [_relative(e.path, cwd) for e in effects if e.kind in ("read", "modify") and e.path]
+    if files:
+        patch = "*** Begin Patch" in json.dumps(args, default=str)  # a Codex apply_patch
+        return one_line(f"{name}: apply_patch {' '.join(files)}" if patch else
+                        f"{name} {' '.join(files)}", width)
+    for key in _COMMAND_KEYS:
+        if args.get(key) not in (None, "", [], ()):
+            cmd = _command_text(args[key]).strip()
+            first, _, rest = cmd.partition("\n")
+            return one_line(f"{name}: {first}" + (" …" if rest.strip() else ""), width)
+    where = next((args[k] for k in ("path", "file_path") if isinstance(args.get(k), str) and args[k]), "")
+    for key in ("pattern", "query"):  # a search: what it looks for, then where
+        v = args.get(key)
+        if isinstance(v, str) and v.strip():
+            return one_line(f"{name} {v}" + (f" in {_relative(where, cwd)}" if where else ""), width)
+    for key in _TARGET_KEYS:
+        v = args.get(key)
+        if isinstance(v, str) and v.strip():
+            return one_line(f"{name} {_relative(v, cwd)}", width)
+    parts = []
+    for k, v in args.items():
+        if isinstance(v, (list, tuple)):
+            parts.append(f"{k}: {len(v)} item{'s' if len(v) != 1 else ''}")
+        elif isinstance(v, (str, int, float, bool)) and len(str(v)) <= 40:
+            parts.append(f"{k}={v}")
+        else:
+            parts.append(k)
+    return one_line(f"{name} ({', '.join(parts)})" if parts else name, width)
+
+
+_OUTPUT_JSON = re.compile(r'^\{"output":"((?:[^"\\]|\\.)*)')
+
+
+def _unwrap_output(preview: str) -> str:
+    """A Codex result (`{"output": "...", "metadata": {...}}`, maybe cut short) as its output
+    text, with a non-zero exit code after it; other previews unchanged."""
+    if not preview.startswith('{"output":'):
+        return preview
+    try:
+        doc = json.loads(preview)
+    except ValueError:
+        m = _OUTPUT_JSON.match(preview)
+        try:
+            return json.loads(f'"{m.group(1)}"') if m else preview
+        except ValueError:  # cut inside an escape
+            return preview
+    if not isinstance(doc, dict) or not isinstance(doc.get("output"), str):
+        return preview
+    code = (doc.get("metadata") or {}).get("exit_code") if isinstance(doc.get("metadata"), dict) else None
+    return doc["output"] + (f"\n(exit {code})" if code not in (None, 0) else "") \
+        if doc["output"].strip() else f"(no output{f', exit {code}' if code not in (None, 0) else ''})"
+
+
+def event_summary(ev: Event, width: int = 80, cwd: str = "",
+                  tool_names: dict[str, str] | None = None) -> str:
+    """One line that says what an event was about, from its payload alone (no object reads).
+    `tool_names` maps call ids to tool names for results that do not repeat the name."""
     p = ev.payload
     if ev.type == "BranchMerged":
         return f"merged branch {p.get('branch', '')} ({p.get('merged_events', '?')} events summarized)"
     if ev.type == "CompactionCompleted":
         return _compaction_summary(p)
-    for key in ("text", "title", "goal", "name", "path", "check", "error", "summary", "branch"):
+    if ev.type == "ToolCallRequested":
+        return tool_call_summary(str(p.get("name", "")), p.get("args"), cwd, width)
+    name = p.get("name") or (tool_names or {}).get(str(p.get("tool_call_id")), "")
+    if ev.type == "ToolCallFinished":
+        preview = _unwrap_output(str(p.get("preview") or ""))
+        first = next((ln for ln in preview.splitlines() if ln.strip()), "(empty)")
+        return one_line(f"{name or 'result'} → {first}", width)
+    if ev.type == "ToolCallFailed":
+        return one_line(f"{name or 'tool'} failed: {p.get('error', '')}", width)
+    for key in ("text", "title", "goal", "name", "path", "command", "check", "error", "summary",
+                "branch"):
         v = p.get(key)
         if isinstance(v, str) and v:
-            text = " ".join(v.split())
-            return text if len(text) <= width else text[: width - 1] + "…"
+            return one_line(v, width)
     if "tool_call_id" in p:
         return f"tool call {p['tool_call_id']}"
     patch = p.get("patch")
@@ -75,11 +180,29 @@ def event_summary(ev: Event, width: int = 80) -> str:
     return ""
 
 
-def graph_lines(events: Iterable[tuple[str, Event]]) -> Iterable[tuple[str, str, Event]]:
+def message_summary(msg: Any, width: int = 80, cwd: str = "") -> str:
+    """A message as one line: its text, else its tool calls, else `(thinking) ...`."""
+    texts = [b.text for b in msg.blocks if b.KIND == "text" and b.text.strip()]
+    if texts:
+        return one_line(" ".join(texts), width)
+    calls = [tool_call_summary(b.name, b.args, cwd, width) for b in msg.blocks
+             if b.KIND == "tool_call"]
+    if calls:
+        return one_line("; ".join(calls), width)
+    for b in msg.blocks:
+        if b.KIND in ("thinking", "summary") and b.text.strip():
+            return one_line(f"({b.KIND}) {b.text}", width)
+    return ""
+
+
+def graph_lines(events: Iterable[tuple[str, Event]],
+                parents_of: dict[str, tuple[str, ...]] | None = None
+                ) -> Iterable[tuple[str, str, Event]]:
     """(graph prefix, id, event) rows like `git log --graph`, in the given topological order.
 
     Lanes hold the id each column waits for; a merge opens lanes for its other parents and
-    lanes waiting for the same event converge when it is drawn.
+    lanes waiting for the same event converge when it is drawn. `parents_of` replaces events'
+    own parents (a filtered log draws each event's nearest shown ancestors).
     """
     lanes: list[str | None] = []
     for eid, ev in events:
@@ -98,7 +221,7 @@ def graph_lines(events: Iterable[tuple[str, Event]]) -> Iterable[tuple[str, str,
                 lanes.pop()
         row = "".join("*" if i == col else ("|" if lane else " ") for i, lane in enumerate(lanes))
         yield _pad(row), eid, ev
-        parents = list(ev.parents)
+        parents = list(parents_of.get(eid, ev.parents) if parents_of is not None else ev.parents)
         lanes[col] = parents[0] if parents else None
         opened = []
         for p in parents[1:]:

@@ -128,7 +128,9 @@ def test_diff_has_state_section(ctx):
     ctx("append", "StateUpdated", "--payload", json.dumps({"patch": {"goal": {"current_task": "try B"}}}))
     d = ctx.json("diff", "main", "alt")
     assert d["state"]["goal"]["current_task"] == {"before": "The serializer test fails.", "after": "try B"}
-    assert "state differences:" in ctx("diff", "main", "alt").stdout
+    out = ctx("diff", "main", "alt").stdout
+    assert "state (main → alt):" in out
+    assert "goal.current_task: The serializer test fails. → try B" in out
 
 
 def test_demo_in_found_store_is_deterministic(tmp_path):

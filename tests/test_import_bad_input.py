@@ -133,5 +133,7 @@ def test_unknown_format_and_missing_path(tmp_path):
         import_paths(Repository.memory(), [_write(tmp_path, GOOD)], format="word")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    report = import_paths(Repository.memory(), [empty])
-    assert report.warnings[0]["file"] == "empty.jsonl" and not report.sessions
+    with pytest.raises(InvalidInput, match="nothing to import"):  # nothing importable at all
+        import_paths(Repository.memory(), [empty])
+    report = import_paths(Repository.memory(), [empty, _write(tmp_path, GOOD)])
+    assert report.warnings[0]["file"] == "empty.jsonl" and len(report.sessions) == 1

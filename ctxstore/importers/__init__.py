@@ -10,6 +10,10 @@ Porcelain for the CLI (`ctx import`, `ctx export`); both return values and never
         new_events, artifacts, warnings}; .warnings -> [{file, line, message}];
         .sessions -> [SessionStats]; .to_dict() for --json.
 
+    discover(env=None) -> [(format, directory, exists)]
+        each harness's default transcript directory (CLAUDE_CONFIG_DIR, CODEX_HOME and
+        PI_CODING_AGENT_DIR honoured), for `ctx import` with no PATH.
+
     export_session(repo, rev_or_session, format, out) -> {"session", "format", "lines"}
         rev_or_session: a session id (or unique prefix: every branch) or any revision
         (that history only); format: "claude-code" | "codex" | "pi" (lines JSON-equal to the
@@ -22,7 +26,7 @@ neutral, detect, export, porcelain. docs/import-export.md has the mapping tables
 from .common import ImportReport, SessionStats
 from .detect import FORMATS, detect_format
 from .export import export_session
-from .porcelain import import_paths
+from .porcelain import discover, import_paths
 
-__all__ = ["FORMATS", "ImportReport", "SessionStats", "detect_format", "export_session",
-           "import_paths"]
+__all__ = ["FORMATS", "ImportReport", "SessionStats", "detect_format", "discover",
+           "export_session", "import_paths"]

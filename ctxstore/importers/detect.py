@@ -7,9 +7,12 @@ Code lines carry `sessionId`/`uuid` or one of its record types.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import InvalidInput, NotFound
+from . import claude_code, codex, pi
 from .common import peek_jsonl
 
 FORMATS = ("claude-code", "codex", "pi", "jsonl")
@@ -56,3 +59,46 @@ def collect_files(paths: list, format: str | None) -> list[tuple[Path, str | Non
         seen.add(f)
         out.append((f, format or detect_format(f)))  # None: the caller reports it
     return out
+
+
+def _known(fmt: str, rec: dict) -> bool:
+    """Whether `fmt`'s importer knows this record (the rule behind its "unknown record type"
+    warning; neutral JSONL records carry a `ctxstore` kind)."""
+    if fmt == "jsonl":
+        return "ctxstore" in rec or rec.get("kind") == "ctxstore-session"
+    known = {"claude-code": claude_code.KNOWN_TYPES, "codex": codex.KNOWN_TYPES,
+             "pi": pi.KNOWN_TYPES}[fmt]
+    return rec.get("type") in known
+
+
+def format_mismatch(path: Path, fmt: str, sample: int = 200) -> str | None:
+    """Why `path` is not a `fmt` transcript, or None when most of its first `sample` records
+    are records `fmt`'s importer knows. Used when the user forces a format: importing a file
+    whose records the importer mostly does not know would make a session of junk."""
+    records = list(peek_jsonl(path, limit=sample))
+    if not records:
+        return f"{path}: no JSON records in its first {sample} lines"
+    known = sum(_known(fmt, r) for r in records)
+    if known * 2 >= len(records):
+        return None
+    detected = detect_format(path)
+    hint = f"it looks like {detected}" if detected and detected != fmt else \
+        "its format is not one ctxstore reads"
+    return f"{path}: only {known} of the first {len(records)} records are {fmt} records ({hint})"
+
+
+def default_locations(env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    """(format, directory) where each harness keeps its transcripts by default:
+    Claude Code `$CLAUDE_CONFIG_DIR/projects` (else ~/.claude/projects), Codex
+    `$CODEX_HOME/sessions` (else ~/.codex/sessions), pi `$PI_CODING_AGENT_DIR/sessions` (else
+    ~/.pi/agent/sessions; the variable pi-mono's coding-agent reads in src/config.ts)."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+
+    def base(var: str, default: Path) -> Path:
+        value = env.get(var)
+        return Path(value).expanduser() if value else default
+
+    return [("claude-code", base("CLAUDE_CONFIG_DIR", home / ".claude") / "projects"),
+            ("codex", base("CODEX_HOME", home / ".codex") / "sessions"),
+            ("pi", base("PI_CODING_AGENT_DIR", home / ".pi" / "agent") / "sessions")]

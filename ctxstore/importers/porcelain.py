@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from ..refs import MemoryRefs
 from ..repo import Repository
 from ..store import MemoryStore, ObjectStore
 from . import claude_code, codex, neutral, pi
 from .common import ImportContext, ImportReport, Progress
-from .detect import collect_files
+from .detect import collect_files, default_locations, format_mismatch
 
 _IMPORTERS = {
     "claude-code": claude_code.import_file,
@@ -29,8 +29,24 @@ _IMPORTERS = {
 
 def import_paths(repo: Repository, paths: list, format: str | None = None, strict: bool = False,
                  progress: Progress | None = None) -> ImportReport:
-    """Import transcripts from files or directories; see the package docstring."""
+    """Import transcripts from files or directories; see the package docstring.
+
+    Refuses, writing nothing: no transcript file under `paths` (NotFound), no file whose
+    format can be told (InvalidInput), and with a forced `format`, any file whose records that
+    format's importer mostly does not know (InvalidInput)."""
     files = collect_files(list(paths), format)
+    if not files:
+        raise NotFound(f"nothing to import: no *.jsonl files under {', '.join(map(str, paths))}")
+    if format is not None:
+        problems = [m for m in (format_mismatch(f, format) for f, _ in files) if m]
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise InvalidInput("; ".join(problems[:3]) + more + f": not {format} transcripts, "
+                               f"nothing imported (drop FORMAT to detect each file's format)")
+    elif all(fmt is None for _, fmt in files):
+        raise InvalidInput(f"nothing to import: none of the {len(files)} file(s) under "
+                           f"{', '.join(map(str, paths))} is a Claude Code, Codex, pi or "
+                           f"ctxstore JSONL transcript (e.g. {files[0][0]})")
     if strict:
         scratch = _overlay(repo)
         report = _run(scratch, files, None)
@@ -94,3 +110,8 @@ class _OverlayStore(ObjectStore):
 def _overlay(repo: Repository) -> Repository:
     return Repository(None, _OverlayStore(repo.store), MemoryRefs.copy_of(repo.refs),
                       dict(repo.config))
+
+
+def discover(env=None) -> list[tuple[str, str, bool]]:
+    """(format, directory, exists) for each harness's default transcript directory."""
+    return [(fmt, str(path), path.is_dir()) for fmt, path in default_locations(env)]

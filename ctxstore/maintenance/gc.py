@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -11,7 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import codec
-from ..errors import CtxError, InvalidInput, Unsupported
+from ..clock import parse_when
+from ..errors import CtxError, Unsupported
 from ..objects import links
 from ..refs import ReflogEntry
 from ..repo import Repository, operations
@@ -19,34 +19,16 @@ from ..repo import Repository, operations
 Progress = Callable[[str, int, int], None]
 
 DAY = 86400
-_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": DAY, "week": 7 * DAY,
-          "month": 30 * DAY, "year": 365 * DAY}
-_AGO = re.compile(r"^(\d+)[. ]?(second|minute|hour|day|week|month|year)s?([. ]ago)?$")
 DEFAULT_PRUNE = "2.weeks.ago"
 DEFAULT_EXPIRE = "90.days.ago"
 DEFAULT_EXPIRE_UNREACHABLE = "30.days.ago"
 
 
 def parse_time(text: str, now: float | None = None) -> float | None:
-    """A cutoff as unix seconds from git-like text: `now`, `never` (None), `N.units.ago`,
-    or an ISO date / date-time (UTC if no zone)."""
-    now = time.time() if now is None else now
-    t = text.strip().lower()
-    if t == "now":
-        return now
-    if t in ("never", "false"):
-        return None
-    m = _AGO.match(t)
-    if m:
-        return now - int(m.group(1)) * _UNITS[m.group(2)]
-    try:
-        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(f"cannot read time {text!r}: use now, never, N.days.ago, "
-                           f"2.weeks.ago or an ISO date") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
+    """A cutoff as unix seconds (None for `never`): see `clock.parse_when`."""
+    ref = None if now is None else datetime.fromtimestamp(now, UTC)
+    when = parse_when(text, ref)
+    return None if when is None else when.timestamp()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..errors import BadRevision, RefNotFound
+from ..errors import BadRevision, NotFound, RefNotFound
 from ..refs import DEFAULT_BRANCH, HEAD, branch_ref, check_branch_name
 from ..repo import Repository
-from ..repo.revparse import resolve_event, resolve_ref_name
+from ..repo.revparse import resolve, resolve_event, resolve_ref_name
 
 
 def session_of(repo: Repository, event_id: str) -> str:
@@ -72,13 +72,16 @@ def fork(repo: Repository, name: str, at: str | None = None) -> tuple[str, str]:
 
 
 def checkout(repo: Repository, rev: str) -> tuple[str | None, str]:
-    """Switch HEAD to a branch (symbolic) or to any event (detached). Returns (ref, tip)."""
+    """Switch HEAD to a branch (symbolic), to a session's main branch (a session id or prefix),
+    or to any event (detached). Returns (ref, tip)."""
     ref = resolve_ref_name(repo, rev)
     if ref == HEAD:  # as in git, `checkout HEAD` (or `@`) stays where HEAD is: no detaching
         head = repo.refs.read_head()
         if head.target is None:
             resolve_event(repo, rev)  # raises: HEAD names no event yet
         return head.ref, head.target  # type: ignore[return-value]
+    if ref is None:
+        ref = _session_branch(repo, rev)
     if ref is not None:
         with repo.transaction(message=f"checkout: moving to {rev}") as tx:
             tx.set_head(ref=ref)
@@ -87,6 +90,16 @@ def checkout(repo: Repository, rev: str) -> tuple[str | None, str]:
     with repo.transaction(message=f"checkout: moving to {rev} (detached)") as tx:
         tx.set_head(detached=tip)
     return None, tip
+
+
+def _session_branch(repo: Repository, rev: str) -> str | None:
+    """The branch `checkout SESSION` attaches to (the session's `main`, as a revision naming a
+    session resolves), or None when REV is no session id prefix."""
+    try:
+        repo.resolve_session(rev)
+    except (BadRevision, NotFound):
+        return None
+    return resolve(repo, rev).ref  # AmbiguousId when the prefix also names another object
 
 
 def reset(repo: Repository, rev: str) -> tuple[str, str, str]:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..chunking import open_content
 from ..errors import RefNotFound
-from ..objects import Event, StoredObject, thaw
+from ..importers.records import event_line
+from ..objects import Artifact, Event, Message, StoredObject, thaw
 from ..refs import HEAD, check_ref_name, split_branch_ref
 from ..repo import Repository
 from ..repo.revparse import reflog_ref_name, resolve_event, resolve_object
+from .listing import session_entries
+from .search import EventFilter, filtered
+from .session_meta import read_meta
 
 
 def event_dict(eid: str, ev: Event) -> dict[str, Any]:
@@ -19,8 +24,12 @@ def event_dict(eid: str, ev: Event) -> dict[str, Any]:
 
 
 def log(repo: Repository, rev: str | None = None, n: int | None = None,
-        all_branches: bool = False, first_parent: bool = False) -> list[tuple[str, Event]]:
-    """Events newest first from REV (default HEAD), or from every branch of HEAD's session."""
+        all_branches: bool = False, first_parent: bool = False,
+        flt: EventFilter | None = None,
+        walked: list[tuple[str, Event]] | None = None) -> list[tuple[str, Event]]:
+    """Events newest first from REV (default HEAD), or from every branch of HEAD's session
+    (every session's when HEAD is on none); with `flt`, the first N events it keeps.
+    `walked` collects every event looked at, for `search.visible_parents`."""
     if all_branches:
         cur = repo.current()
         if cur.session:
@@ -31,11 +40,48 @@ def log(repo: Repository, rev: str | None = None, n: int | None = None,
             tips.append(cur.tip)
     else:
         tips = [resolve_event(repo, rev or HEAD)]
-    return list(repo.graph.walk(tips, limit=n, first_parent=first_parent))
+    if flt is None or not flt.active:
+        events = list(repo.graph.walk(tips, limit=n, first_parent=first_parent))
+        if walked is not None:
+            walked.extend(events)
+        return events
+    return filtered(repo.graph.walk(tips, first_parent=first_parent), flt, n, walked)
 
 
-def show(repo: Repository, rev: str) -> dict[str, Any]:
-    """Any object by revision or id: its type, id and decoded content."""
+def message_of(repo: Repository, ev: Event) -> Message | None:
+    """The message an event names (`causality.message_id`), or None."""
+    mid = ev.causality.get("message_id")
+    if isinstance(mid, str) and mid in repo.store:
+        return repo.store.get_typed(mid, Message)
+    return None
+
+
+def _text_preview(repo: Repository, content_id: str, limit: int = 8192) -> str | None:
+    """The first `limit` bytes of an artifact's content as text; None when it is binary."""
+    with open_content(repo.store, content_id) as f:
+        head = f.read(limit)
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3:  # a character cut at the limit
+            return head[:exc.start].decode("utf-8")
+        return None
+
+
+def _call_name(repo: Repository, result: Event, depth: int = 500) -> str:
+    """The tool name of a result's call: the nearest earlier ToolCallRequested with the same
+    call id among its first-parent ancestors (results often do not repeat the name)."""
+    call = result.payload.get("tool_call_id") or result.causality.get("tool_call_id")
+    for _eid, ev in repo.graph.walk(result.parents[:1], limit=depth, first_parent=True):
+        if ev.type == "ToolCallRequested" and ev.payload.get("tool_call_id") == call:
+            return str(ev.payload.get("name", ""))
+    return ""
+
+
+def show(repo: Repository, rev: str, source: bool = False) -> dict[str, Any]:
+    """Any object by revision or id: its type, id and decoded content; for an event also its
+    session, the message it names and the artifacts it or that message refers to, and with
+    `source` the original transcript line an importer kept (`source_line`, JSON text)."""
     obj_id = resolve_object(repo, rev)
     type_name, _ = repo.store.get_raw(obj_id)
     obj = repo.store.get(obj_id)
@@ -48,7 +94,34 @@ def show(repo: Repository, rev: str) -> dict[str, Any]:
             content = {"binary": len(obj)}
     else:
         content = thaw(obj)
-    return {"id": obj_id, "type": type_name, "content": content}
+    info: dict[str, Any] = {"id": obj_id, "type": type_name, "content": content}
+    if isinstance(obj, Event):
+        info["session"] = repo.session_of_event(obj_id)
+        if source:
+            info["source_line"] = event_line(repo.store, obj.payload, obj.causality)
+        if obj.type in ("ToolCallFinished", "ToolCallFailed"):
+            info["tool_name"] = obj.payload.get("name") or _call_name(repo, obj)
+    if isinstance(obj, Artifact):
+        info["preview"] = _text_preview(repo, obj.content)
+    mid = obj.causality.get("message_id") if isinstance(obj, Event) else None
+    msg = obj if isinstance(obj, Message) else None
+    if isinstance(mid, str) and mid in repo.store:
+        msg = repo.store.get_typed(mid, Message)
+        info["message"] = {"id": mid, **msg.to_dict()}
+    refs = []
+    if isinstance(obj, Event) and isinstance(obj.causality.get("artifact_id"), str):
+        refs.append(obj.causality["artifact_id"])
+    for block in msg.blocks if msg is not None else ():
+        for attr in ("output_ref", "artifact_ref"):
+            ref = getattr(block, attr, "")
+            if ref and ref not in refs:
+                refs.append(ref)
+    info["artifacts"] = {}
+    for ref in refs:
+        if ref in repo.store:
+            art = repo.store.get_typed(ref, Artifact)
+            info["artifacts"][ref] = art.to_dict()
+    return info
 
 
 @dataclass(frozen=True)
@@ -95,19 +168,28 @@ def reflog(repo: Repository, ref: str | None = None) -> tuple[str, list[dict[str
     return name, out
 
 
-def status(repo: Repository) -> dict[str, Any]:
+def status(repo: Repository, recent: int = 5) -> dict[str, Any]:
+    """Where HEAD is; when it names no event, how many sessions the store has and the
+    `recent` most recently active ones, so a fresh checkout of an imported store can pick one."""
     cur = repo.current()
     info: dict[str, Any] = {"store": str(repo.path) if repo.path else None,
                             "session": cur.session, "branch": cur.branch, "head": cur.tip,
                             "detached": cur.ref is None}
-    if cur.session:
-        sess = repo.session(cur.session)
-        info["title"] = sess.title
-        info["branches"] = sorted(repo.branches(cur.session))
+    session = cur.session or (repo.session_of_event(cur.tip) if cur.tip else None)
+    if session:
+        meta = read_meta(repo, session)
+        info["session"] = session
+        info["title"] = meta.title
+        info["tags"] = list(meta.tags)
+        info["branches"] = sorted(repo.branches(session))
     if cur.tip:
         ev = repo.graph.event(cur.tip)
         info["events"] = ev.generation
         info["last_event"] = {"type": ev.type, "ts": ev.ts}
+    else:
+        sessions = sorted(session_entries(repo), key=lambda e: e.last_activity, reverse=True)
+        info["sessions"] = len(sessions)
+        info["recent_sessions"] = [s.to_dict() for s in sessions[:recent]]
     if cur.ref and split_branch_ref(cur.ref) is None:
         info["ref"] = cur.ref
     return info

@@ -1,6 +1,6 @@
 """`ctx sessions`: every session with its title, source format, cwd and subagent tree.
 
-A session's title is the newest one its harness recorded (Claude Code summary / custom-title /
+A session's title is the one `ctx session rename` gave it, else the newest one its harness recorded (Claude Code summary / custom-title /
 ai-title records, the Codex thread name, pi's session_info name: `AgentState.title`), else the
 title it was created with (the first real request of an imported transcript, `ctx new
 --title`), else the first line of its goal. The state is projected at the tip of `main`
@@ -15,13 +15,15 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
+from ..clock import parse_when
 from ..errors import InvalidInput
 from ..repo import Repository, iter_session_refs
 from ..state.projector import Projector
 from ..state.prompts import title_of
+from .session_meta import own_meta
 
 NATIVE = "native"  # sessions written through ctx itself, not imported
 
@@ -42,12 +44,14 @@ class SessionEntry:
     goal: str = ""
     children: list[str] = field(default_factory=list)
     depth: int = 0
+    tags: list[str] = field(default_factory=list)  # `ctx session tag`
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "format": self.format, "cwd": self.cwd,
                 "kind": self.kind, "created": self.created, "last_activity": self.last_activity,
                 "events": self.events, "branches": self.branches, "parent": self.parent,
                 "spawn_event": self.spawn_event, "children": list(self.children),
+                "tags": list(self.tags),
                 "depth": self.depth}
 
 
@@ -71,10 +75,12 @@ def session_entries(repo: Repository) -> list[SessionEntry]:
         tips = [repo.graph.event(t) for t in branches.values()]
         branch = "main" if "main" in branches else min(branches)
         title, goal = _title(projector, branches[branch], sess.title)
+        own_title, tags, _meta = own_meta(repo, sid)  # `ctx session rename` wins
         fmt = sess.origin.get("format") if isinstance(sess.origin.get("format"), str) else ""
-        entries[sid] = SessionEntry(sid, title, fmt or NATIVE, sess.cwd, sess.kind, sess.created,
+        entries[sid] = SessionEntry(sid, own_title or title, fmt or NATIVE, sess.cwd, sess.kind, sess.created,
                                     max(e.ts for e in tips), max(e.generation for e in tips),
-                                    branches, sess.parent_session, sess.spawn_event, goal)
+                                    branches, sess.parent_session, sess.spawn_event, goal,
+                                    tags=list(tags))
     for e in entries.values():
         if e.parent in entries:
             entries[e.parent].children.append(e.id)
@@ -97,27 +103,12 @@ def session_entries(repo: Repository) -> list[SessionEntry]:
 
 # -- filters ----------------------------------------------------------------------------------
 
-_RELATIVE = re.compile(r"^\s*(\d+)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)(?:\s+ago)?\s*$",
-                       re.IGNORECASE)
-
-
 def parse_since(text: str, now: datetime | None = None) -> str:
     """An ISO-8601 UTC timestamp from `2026-12-01`, `2026-12-01T10:00`, `3d`, `12h`, `2 weeks
-    ago`; InvalidInput naming the accepted forms otherwise."""
-    now = now or datetime.now(UTC)
-    m = _RELATIVE.match(text)
-    if m:
-        n, unit = int(m.group(1)), m.group(2)[0].lower()
-        delta = {"m": timedelta(minutes=n), "h": timedelta(hours=n), "d": timedelta(days=n),
-                 "w": timedelta(weeks=n)}[unit]
-        return (now - delta).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(f"--since {text!r}: give a date (2026-12-01), a time "
-                           f"(2026-12-01T10:00) or an age (30m, 12h, 3d, 2w)") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+    ago` (`clock.parse_when`); InvalidInput naming the accepted forms otherwise."""
+    when = parse_when(text, now, "--since")
+    if when is None:
+        raise InvalidInput(f"--since {text!r}: give a date, a time or an age, not 'never'")
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
