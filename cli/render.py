@@ -30,7 +30,6 @@ def short(obj_id: str | None, n: int = 12) -> str:
     return obj_id[:n] if obj_id else "-"
 
 
-
 def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
