@@ -82,9 +82,9 @@ def tag_cmd(state, session: str, tags: tuple[str, ...], remove: tuple[str, ...],
 def rm_cmd(state, sessions: tuple[str, ...], as_json: bool) -> None:
     """Remove SESSIONS: delete their branches and metadata refs (nothing else).
 
-    Every deleted ref keeps its reflog, so `ctx session restore ID` brings the session back
-    until `ctx gc` expires those entries (after 30 days); then gc frees its objects.
-    Refuses the session HEAD is on.
+    One operation: `ctx undo` puts it back; so does `ctx session restore ID` (from the deleted
+    refs' reflogs) at any later time until `ctx gc` expires those entries and the operation
+    (30 and 90 days); then gc frees the session's objects. Refuses the session HEAD is on.
 
     \b
     Examples:
@@ -103,7 +103,7 @@ def rm_cmd(state, sessions: tuple[str, ...], as_json: bool) -> None:
             branches = sum(1 for r in refs if not r.startswith(sm.META_PREFIX))
             click.echo(f"Removed session {style(short(sid), fg='yellow')} {title or '(untitled)'!r} "
                        f"({branches} branch{'es' if branches != 1 else ''}); "
-                       f"undo with `ctx session restore {short(sid)}` (until gc expires its reflogs)")
+                       f"undo with `ctx undo` or `ctx session restore {short(sid)}`")
     if as_json:
         emit_json(out)
 

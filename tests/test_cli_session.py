@@ -3,8 +3,11 @@ no session, ctx checkout SESSION (docs/format.md, "Session titles, tags and remo
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from ctxstore.maintenance import gc as pm
 from ctxstore.porcelain import session_meta as sm
 from ctxstore.repo import Repository
 
@@ -68,6 +71,7 @@ def test_rm_and_restore(ctx, tmp_path):
     assert "HEAD is on session" in out
     res = ctx("session", "rm", a[:8])
     assert f"ctx session restore {a[:12]}" in res.stdout and "2 branches" in res.stdout
+    assert "ctx undo" in res.stdout
     assert [s["id"] for s in ctx.json("sessions")] == [b]
     ctx.fails(5, "checkout", a[:8])
     assert ctx.json("reflog", f"refs/sessions/{a}/alt")["entries"][0]["message"] == "session rm"
@@ -91,7 +95,7 @@ def test_restore_skips_branches_deleted_before(ctx):
     assert set(ctx.json("session", "restore", a[:8])["refs"]) == {f"refs/sessions/{a}/main"}
 
 
-def test_removed_session_is_collected_by_gc_only_after_its_reflogs_expire(ctx, tmp_path):
+def test_removed_session_is_collected_by_gc_only_after_its_reflogs_and_operation_expire(ctx, tmp_path):
     a, b = _two_sessions(ctx)
     ctx("session", "rm", a[:8])
     ctx("gc", "--prune", "now")
@@ -101,8 +105,12 @@ def test_removed_session_is_collected_by_gc_only_after_its_reflogs_expire(ctx, t
         assert a in sm.removed_sessions(repo)
     finally:
         repo.close()
-    ctx("reflog", "expire", "--expire", "now", "--expire-unreachable", "now")
-    ctx("gc", "--prune", "now")
+    # 200 days on, the reflog entries and the `session rm` operation have expired
+    repo = Repository.open(tmp_path / ".ctx")
+    try:
+        pm.gc(repo, prune="now", now=time.time() + 200 * 86400)
+    finally:
+        repo.close()
     assert "no branch, session or object" in ctx.fails(5, "cat-object", a)  # gone for good
     ctx.fails(3, "session", "restore", a[:8])
     assert ctx.json("cat-object", b)["type"] == "session"
@@ -165,3 +173,13 @@ def test_metadata_event_golden_vector(monkeypatch):
     assert first == codec.encode_object("event", want)[0]
     assert sm.read_meta(repo, sid).to_dict() == {"session": sid, "title": "parser work",
                                                  "tags": ["review"], "event": meta.event}
+
+
+def test_session_rm_is_one_undoable_operation(ctx):
+    a, b = _two_sessions(ctx)
+    ctx("session", "rename", a[:8], "kept")
+    ctx("session", "rm", a[:8])
+    assert [s["id"] for s in ctx.json("sessions")] == [b]
+    ctx("undo")
+    info = next(s for s in ctx.json("sessions") if s["id"] == a)
+    assert info["title"] == "kept" and set(info["branches"]) == {"main", "alt"}

@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..clock import now_iso
 from ..errors import BadRevision, InvalidInput, NotFound, RefConflict
-from ..objects import Event
 from ..refs import SESSIONS_PREFIX, split_branch_ref
 from ..repo import Repository
 
@@ -61,10 +59,9 @@ def _write_meta(repo: Repository, session_id: str, title: str, tags: tuple[str, 
     old = repo.refs.read(ref)
     parent = old or _root_of(repo, session_id)
     payload = {"session": session_id, "title": title, "tags": sorted(set(tags))}
-    ev = Event(META_EVENT, "user", payload, (parent,), repo.graph.generation(parent) + 1, now_iso())
-    eid = repo.store.put_object(ev)
-    repo.store.flush()  # durable before a ref names it
-    repo.refs.set_if_equals(ref, old, eid, actor="ctx", message=message)
+    with repo.transaction(message=message) as tx:  # one operation: `ctx undo` reverts it
+        eid = tx.event(META_EVENT, "user", payload, (parent,), session=session_id)
+        tx.set_ref(ref, eid, expected=old)
     return SessionMeta(session_id, title or repo.session(session_id).title,
                        tuple(payload["tags"]), eid)
 
@@ -132,9 +129,11 @@ def remove(repo: Repository, session: str) -> dict[str, str]:
 
 def _move_refs(repo: Repository, moves: list[tuple[str, str | None, str | None]],
                message: str) -> None:
-    """Apply (ref, old, new) moves, each by compare-and-swap with a reflog line."""
-    for name, old, new in moves:
-        repo.refs.set_if_equals(name, old, new, actor="ctx", message=message)
+    """Apply (ref, old, new) moves atomically as one operation (`ctx undo` reverts it), each
+    with a reflog line carrying `message`."""
+    with repo.transaction(message=message) as tx:
+        for name, old, new in moves:
+            tx.set_ref(name, new, expected=old, message=message)
 
 
 def removed_sessions(repo: Repository) -> dict[str, dict[str, str]]:
