@@ -306,3 +306,11 @@ def test_gc_killed_while_rescuing_never_loses_what_was_named_again(tmp_path, kil
     assert fsck_repo.check(repo, full=True).problems == []
     pm.gc(repo, prune="now")
     assert fsck_repo.check(repo, full=True).problems == []
+
+
+def test_parse_time_short_ages():
+    now = 1_000_000.0
+    assert pm.parse_time("3d", now) == now - 3 * 86400
+    assert pm.parse_time("12h", now) == now - 12 * 3600
+    assert pm.parse_time("30m", now) == now - 1800
+    assert pm.parse_time("2 weeks ago", now) == now - 14 * 86400
