@@ -110,15 +110,8 @@ def _title_hook(state: AgentState, eid: str, event: Event, messages) -> AgentSta
     return evolve(state, title=_cut(" ".join(title.split()), 200))
 
 
-def _started(state: AgentState, eid: str, event: Event, messages) -> AgentState:
-    if event.payload.get("title"):
-        state = _title_hook(state, eid, event, messages)
-    return state
-
-
 for _t in TITLE_EVENTS:
     _HOOKS[_t] = _title_hook
-_HOOKS["SessionStarted"] = _started
 
 
 # --------------------------------------------------------------------------------------------

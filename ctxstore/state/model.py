@@ -50,8 +50,9 @@ class AgentState:
     - validations: ({check, result, event, evidence_refs}, ...)
     - open_questions: (str, ...)
     - last_compaction: compaction id (or the CompactionCompleted event id)
-    - title: the newest title the harness recorded (Claude Code summary / custom-title /
-      ai-title, Codex thread name, pi session_info name), "" if none
+    - title: the newest title recorded: the session's own (SessionStarted), then those the
+      harness wrote (Claude Code summary / custom-title / ai-title, Codex thread name, pi
+      session_info name); "" if none
     - subagents: ({tool_call_id, name, description, status, event}, ...) one per spawning call
       (Task/Agent, spawn_agent); status running, then done / error / denied with its result
     - tool_effects: {tool_call_id: {name, effects}} for calls still waiting for their result
