@@ -244,3 +244,17 @@ def test_newer_codex_rollouts_custom_apply_patch_exec_command_and_thread_name(tm
     assert [(e["name"], e["kind"]) for e in st.errors] == [("exec_command", "error"), ("apply_patch", "error")]
     assert st.errors[0]["targets"] == ("cargo test",)
     assert st.goal["user_goal"] == "Add the docs page" and st.title == "Docs page"
+
+
+def test_the_files_segment_names_the_newest_files_only():
+    from ctxstore.context.state_segments import MAX_FILES_MODIFIED, state_segments
+
+    cm = ContextManager.start(Repository.memory())
+    n = MAX_FILES_MODIFIED + 5
+    for i in range(n):
+        cm.record_tool_call(f"w{i}", "Write", {"file_path": f"/r/f{i}.py", "content": "x"})
+        cm.record_tool_result(f"w{i}", "File created successfully")
+    st = cm.project_state()
+    assert len(st.files["modified"]) == n  # the state keeps every file
+    (seg,) = [s for s in state_segments(st) if s.kind == "files"]
+    assert "/r/f0.py" not in seg.text and f"/r/f{n - 1}.py" in seg.text and "and 5 more" in seg.text

@@ -14,6 +14,9 @@ from .segments import Segment
 #: How many of the newest artifacts become candidates, and how much of each one's summary.
 RECENT_ARTIFACTS = 8
 ARTIFACT_PREVIEW_CHARS = 200
+#: How many of the most recently touched files the files segment names.
+MAX_FILES_MODIFIED = 60
+MAX_FILES_READ = 30
 
 
 def _src(state: AgentState, *refs: str) -> tuple[str, ...]:
@@ -71,18 +74,29 @@ def _constraints(state: AgentState) -> list[Segment]:
     return out
 
 
+def _newest(entries: tuple, limit: int) -> tuple[tuple, str]:
+    """The newest LIMIT entries (oldest first) and a note naming how many older ones exist:
+    a session that touched hundreds of files must not turn the files section into a segment
+    too big to keep (the whole list stays in the state)."""
+    if len(entries) <= limit:
+        return entries, ""
+    return entries[-limit:], f"\n- … and {len(entries) - limit} more (ctx state lists all)"
+
+
 def _files(state: AgentState) -> list[Segment]:
     f = state.files
     if not f["read"] and not f["modified"]:
         return []
     parts = ["## Files"]
-    if f["modified"]:
+    modified, more_modified = _newest(f["modified"], MAX_FILES_MODIFIED)
+    read, more_read = _newest(f["read"], MAX_FILES_READ)
+    if modified:
         parts.append("Modified:\n" + _bullets(
             e["path"] + (f": {e['change_summary']}" if e["change_summary"] else "")
-            for e in f["modified"]))
-    if f["read"]:
-        parts.append("Read:\n" + _bullets(e["path"] for e in f["read"]))
-    refs = [e["event"] for e in f["modified"]] + [e["event"] for e in f["read"]]
+            for e in modified) + more_modified)
+    if read:
+        parts.append("Read:\n" + _bullets(e["path"] for e in read) + more_read)
+    refs = [e["event"] for e in modified] + [e["event"] for e in read]
     return [Segment("files", text="\n".join(parts), sources=_src(state, *refs))]
 
 
