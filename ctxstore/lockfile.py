@@ -12,6 +12,8 @@ from pathlib import Path
 
 from .errors import LockHeld
 
+#: Seconds `LockFile` waits for a held lock when no `wait` is given. Read when each lock is
+#: made, not when this module was loaded, so a caller (or a test) may change it at run time.
 DEFAULT_WAIT = 2.0
 
 
@@ -26,10 +28,10 @@ def fsync_dir(path: Path) -> None:
 class LockFile:
     """`with LockFile(path) as lock: lock.write(data); lock.commit()` — abort if not committed."""
 
-    def __init__(self, path: str | os.PathLike, wait: float = DEFAULT_WAIT) -> None:
+    def __init__(self, path: str | os.PathLike, wait: float | None = None) -> None:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
-        self.wait = wait
+        self.wait = DEFAULT_WAIT if wait is None else wait
         self._fd: int | None = None
 
     def acquire(self) -> LockFile:

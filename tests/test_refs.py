@@ -27,20 +27,17 @@ class TestFileRefs(RefsContract):
         assert line.startswith("0" * 64 + " " + A + " ") and line.endswith("\tcreate it\n")
         assert not list(tmp_path.rglob("*.lock"))
 
-    def test_stale_lock_is_clear_error(self, tmp_path):
+    def test_stale_lock_is_clear_error(self, tmp_path, monkeypatch):
         refs = FileRefs(tmp_path)
         refs.set_if_equals(REF, None, A)
         lock = tmp_path / (REF + ".lock")
         lock.write_text("")
         from ctxstore import lockfile
 
-        old = lockfile.DEFAULT_WAIT
-        lockfile.DEFAULT_WAIT = 0.05
-        try:
-            with pytest.raises(LockHeld) as err:
-                refs.set_if_equals(REF, A, B)
-        finally:
-            lockfile.DEFAULT_WAIT = old
+        monkeypatch.setattr(lockfile, "DEFAULT_WAIT", 0.05)  # read when the lock is made
+        assert lockfile.LockFile(tmp_path / REF).wait == 0.05
+        with pytest.raises(LockHeld) as err:
+            refs.set_if_equals(REF, A, B)
         assert str(lock) in str(err.value)
         assert refs.read(REF) == A
 
