@@ -107,7 +107,10 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
             if self._closed:
                 return
             self._closed = True
-            self._ts.commits.close()
+        # Not under self._lock: the committer's thread needs that lock to see it is closed and
+        # exit; holding it here made every close wait out the 5 s join timeout.
+        self._ts.commits.close()
+        with self._lock:
             self.repo.store.flush()
             if self._owns_repo:
                 self.repo.close()
