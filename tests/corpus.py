@@ -23,13 +23,20 @@ def corpus_root() -> Path:
     return Path(env).expanduser().resolve() if env else REPO_ROOT.parent / "shared" / "corpus" / "sessions"
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_message() -> str:
+    return (f"real-session corpus not found at {corpus_root()}: set {ENV}=/path/to/corpus/sessions "
+            f"(the layout of ../shared/corpus/sessions) to run the real-data tests")
+
+
 def require_corpus() -> Path:
     """The corpus directory; fails under CI=true and skips elsewhere when it is missing."""
     root = corpus_root()
     if root.is_dir():
         return root
-    msg = (f"real-session corpus not found at {root}: set {ENV}=/path/to/corpus/sessions "
-           f"(the layout of ../shared/corpus/sessions) to run the real-data tests")
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(msg, pytrace=False)
-    pytest.skip(msg)
+    if in_ci():
+        pytest.fail(missing_message(), pytrace=False)
+    pytest.skip(missing_message())

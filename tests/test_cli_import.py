@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.corpus import corpus_root
+
 from .clitools import Ctx, store_files
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "sessions"
+CORPUS = corpus_root()
 PI_V1 = CORPUS / "pi" / "pi-mono_before-compaction_v1-format_genuine.jsonl"
 CODEX = CORPUS / "codex" / "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl"
 
-pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="corpus not available")
+pytestmark = pytest.mark.usefixtures("corpus")
 
 
 @pytest.fixture

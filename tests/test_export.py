@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from ctxstore.importers import export_session, import_paths
 from ctxstore.importers.neutral import export as neutral_export
 from ctxstore.repo import Repository
+from tests.corpus import corpus_root, require_corpus
 
-SOUND = Path("/work/shared/corpus/sessions/claude-code/"
-             "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl")
-pytestmark = pytest.mark.skipif(not SOUND.is_file(), reason="session corpus not available")
+SOUND = corpus_root() / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl"
+pytestmark = pytest.mark.usefixtures("corpus")
 
 
 @pytest.fixture(scope="module")
 def imported():
+    require_corpus()  # module-scoped: runs before the function-scoped `corpus` fixture
     repo = Repository.memory()
     report = import_paths(repo, [SOUND])
     return repo, report.sessions[0]

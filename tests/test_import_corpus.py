@@ -17,12 +17,13 @@ import pytest
 from ctxstore.importers import export_session, import_paths
 from ctxstore.objects import Compaction, Event
 from ctxstore.repo import Repository
+from tests.corpus import corpus_root
 
-CORPUS = Path("/work/shared/corpus/sessions")
+CORPUS = corpus_root()
 CC, CX, PI = CORPUS / "claude-code", CORPUS / "codex", CORPUS / "pi"
 WORKTREES = CC / "ccl_worktrees-agent-team_subagents-dir_v2.1.114"
 
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="session corpus not available")
+pytestmark = pytest.mark.usefixtures("corpus")
 
 # path -> (events in all sessions, branches of the main session, subagent sessions,
 #          compactions, tool pairs, warnings)

@@ -13,13 +13,14 @@ from ctxstore.importers import export_session, import_paths
 from ctxstore.porcelain.history import diff, log
 from ctxstore.repo import Repository
 from ctxstore.state import project
+from tests.corpus import corpus_root
 
-CORPUS = Path("/work/shared/corpus/sessions")
+CORPUS = corpus_root()
 JSSOUND = CORPUS / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl"
 IDEAS = CORPUS / "claude-code" / "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl"
 CODEX = CORPUS / "codex" / "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl"
 
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="session corpus not available")
+pytestmark = pytest.mark.usefixtures("corpus")
 
 
 def _prefix(src: Path, tmp_path: Path, n: int) -> Path:

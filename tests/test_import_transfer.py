@@ -5,7 +5,6 @@ needs is reachable)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,14 +13,15 @@ from ctxstore.importers import export_session, import_paths
 from ctxstore.maintenance import gc as maintenance
 from ctxstore.objects.links import reachable
 from ctxstore.porcelain import transfer
+from tests.corpus import corpus_root
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "sessions"
+CORPUS = corpus_root()
 FILES = [CORPUS / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl",
          CORPUS / "codex" / "rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl",
          CORPUS / "pi" / "pi-mono_before-compaction_v1-format_genuine.jsonl"]
 FORMAT = {"claude-code": "claude-code", "codex": "codex", "pi": "pi"}
 
-pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="corpus not available")
+pytestmark = pytest.mark.usefixtures("corpus")
 
 
 def _lines(text: str) -> list:
