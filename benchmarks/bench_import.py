@@ -20,7 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-CORPUS = Path("/work/shared/corpus/sessions")
+from tests.corpus import corpus_root
+
+CORPUS = corpus_root()  # $CTXSTORE_CORPUS or ../shared/corpus/sessions beside the repo
 SEED = CORPUS / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl"
 _ID_KEYS = ("uuid", "parentUuid", "logicalParentUuid", "id", "tool_use_id", "leafUuid",
             "sourceToolAssistantUUID", "messageId", "requestId")
@@ -113,6 +115,8 @@ def run(quick: bool) -> list[dict]:
     if CORPUS.is_dir():
         raw = sum(f.stat().st_size for f in CORPUS.rglob("*.jsonl"))
         rows.append(_measure("corpus (19 files)", [CORPUS], raw))
+    else:
+        rows.append({"file": "corpus", "note": f"corpus not found at {CORPUS}: set CTXSTORE_CORPUS"})
     sizes = [10_000_000] if quick else [10_000_000, 100_000_000]
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:

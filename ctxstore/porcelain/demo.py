@@ -68,9 +68,10 @@ def run_demo(repo: Repository, say: Callable[[str], None] = lambda s: None) -> D
     def ts() -> str:
         return _ts(next(clock))
 
+    # the cwd is made up (and not absolute): no real machine's path goes into the repository
     cm = ContextManager.start(repo, "Fix the failing serializer test",
                               "Fix the failing test and verify it.", ts=ts(),
-                              nonce=_free_nonce(repo), cwd="/work/demo-project")
+                              nonce=_free_nonce(repo), cwd="~/src/demo-project")
     res = DemoResult(str(repo.path) if repo.path else "(memory)", cm.session)
 
     def step(text: str) -> None:

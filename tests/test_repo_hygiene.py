@@ -1,0 +1,45 @@
+"""The repository names no machine: no absolute path of any machine in a tracked file (tests,
+modules, benchmarks, docs), and every test module that reads the real-session corpus goes
+through tests/corpus.py's `corpus` fixture or `require_corpus()` (so it can never skip quietly)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# absolute paths that only exist on some machine: a home, a workspace, a mount
+MACHINE_PATH = re.compile(r"(?<![\w.~-])(/(?:work|home|Users|root|mnt|srv|opt)/\w|[A-Z]:\\\\Users\\\\)")
+
+
+def _tracked() -> list[Path]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:  # not a git checkout (an sdist): every file under the root
+        return [p for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts
+                and ".git" not in p.parts]
+    return [ROOT / line for line in out.stdout.splitlines()]
+
+
+def test_no_absolute_path_of_a_machine():
+    found = []
+    for path in _tracked():
+        if path.suffix not in (".py", ".md", ".toml", ".cfg", ".txt", ".json", "") or not path.is_file():
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if MACHINE_PATH.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
+    assert found == []
+
+
+def test_real_data_tests_use_the_corpus_fixture():
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if path.name in ("test_repo_hygiene.py", "test_corpus_location.py"):
+            continue
+        reads = "corpus_root(" in text or re.search(r"shared.{0,12}corpus", text)
+        guarded = 'usefixtures("corpus")' in text or "require_corpus(" in text
+        if reads and not guarded:
+            offenders.append(path.name)
+    assert offenders == []
