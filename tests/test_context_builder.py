@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from ctxstore import codec
@@ -14,7 +12,6 @@ from ctxstore.context import (
     EstimateTokenizer,
     Segment,
     build_context,
-    default_tokenizer,
 )
 from ctxstore.errors import BudgetTooSmall
 from ctxstore.state import AgentState
@@ -200,20 +197,25 @@ def _many(n):
     return cands
 
 
-@pytest.mark.parametrize("tok_factory", [lambda: CachedTokenizer(EstimateTokenizer()),
-                                         default_tokenizer], ids=["estimate", "default"])
-def test_build_1000_candidates_is_fast(tok_factory):
-    tok = tok_factory()
+class _CountingEstimate(EstimateTokenizer):
+    def __init__(self):
+        self.calls = 0
+
+    def count(self, text):
+        self.calls += 1
+        return super().count(text)
+
+
+def test_build_1000_candidates_counts_each_text_once():
+    """What keeps repeated builds cheap: a warm build counts nothing again (the speed itself
+    is measured by benchmarks/bench_context.py, not asserted here under a shared CPU)."""
+    inner = _CountingEstimate()
+    tok = CachedTokenizer(inner)
     cands = _many(1000)
-    t0 = time.perf_counter()
-    build_context(None, cands, 20_000, tokenizer=tok)  # cold: counts every text once
-    cold = time.perf_counter() - t0
-    runs = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        b = build_context(None, cands, 20_000, tokenizer=tok)
-        runs.append(time.perf_counter() - t0)
-    warm = min(runs)
-    assert b.used_tokens <= 20_000 and b.dropped
-    print(f"\n{tok.name}: cold {cold * 1000:.1f} ms, warm {warm * 1000:.1f} ms")
-    assert warm < 0.05  # well under 50 ms on the 2-core CI machine (measured ~5 ms)
+    cold = build_context(None, cands, 20_000, tokenizer=tok)  # counts every text once
+    assert cold.used_tokens <= 20_000 and cold.dropped
+    counted = inner.calls
+    assert len(cands) <= counted
+    for _ in range(3):
+        warm = build_context(None, cands, 20_000, tokenizer=tok)
+    assert inner.calls == counted and warm == cold
