@@ -1,10 +1,15 @@
-"""gc: unreachable objects go, reachable ones never do — even when gc is killed midway."""
+"""gc: unreachable objects go, reachable ones never do — even when gc is killed midway.
+
+What must survive is computed by tests/oracles/reachability.py (a naive walk over every object
+from the root files, written from docs/format.md), never by the `roots`/`links.reachable` gc
+itself uses: an oracle that shares gc's code would agree with any bug in it."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import time
 
@@ -13,12 +18,12 @@ import pytest
 from ctxstore.errors import LockHeld
 from ctxstore.maintenance import fsck as fsck_repo
 from ctxstore.maintenance import gc as pm
-from ctxstore.objects import links
 from ctxstore.refs import ReflogEntry
 from ctxstore.repo import Repository, operations
 from ctxstore.store.fsck import verify
 from ctxstore.store.gclock import GcLock
 from ctxstore.store.packstore import PackStore
+from tests.oracles import reachability as oracle
 from tests.test_links import build_repo
 
 DAY_MS = 86400 * 1000
@@ -40,24 +45,61 @@ def _garbage_repo(path, n_garbage: int = 50, events: int = 6):
     return repo, info, garbage
 
 
-def _live(repo):
-    return links.reachable(repo.store, pm.roots(repo))
+def _live(repo, **expiry):
+    """The oracle's answer: what gc must keep in this repository now."""
+    return oracle.live(repo.path, repo.store, **expiry)
+
+
+def _assert_exactly(path, live, **expiry):
+    """After a complete gc: every object live before it is there and intact, and nothing is
+    there that the roots after it (gc itself may add an operation) do not reach."""
+    repo = Repository.open(path)
+    try:
+        graph = oracle.ObjectGraph(repo.store)  # re-reads and re-hashes every object
+        assert live - graph.ids == set(), "gc lost live objects"
+        assert graph.ids - oracle.live(path / ".ctx", repo.store, **expiry) == set(), \
+            "gc kept garbage"
+    finally:
+        repo.close()
 
 
 def test_gc_removes_garbage_and_keeps_everything_reachable(tmp_path):
     repo, info, garbage = _garbage_repo(tmp_path)
     live = _live(repo)
-    assert info["side"] in live
+    assert info["side"] in live and not live & set(garbage)
+    assert len(live) < len(repo.store)
     dry = pm.gc(repo, prune="now", dry_run=True)
-    assert dry.objects_removed >= len(garbage) and all(g in repo.store for g in garbage)
+    assert dry.objects_removed == len(repo.store) - len(live)
+    assert all(g in repo.store for g in garbage)
     res = pm.gc(repo, prune="now")
-    assert res.objects_removed >= len(garbage) and res.bytes_after < res.bytes_before
+    assert res.objects_removed == dry.objects_removed
+    assert res.bytes_after < res.bytes_before
     repo.close()
+    _assert_exactly(tmp_path, live)
     repo = Repository.open(tmp_path)
-    for obj_id in live:
-        repo.store.get_raw(obj_id)
-    assert not any(g in repo.store for g in garbage)
     assert list(verify(repo.store)) == []
+
+
+def test_detached_head_is_a_root(tmp_path):
+    """A detached HEAD keeps its history alive when no branch and no reflog entry does."""
+    repo, ref, tip, gone = _reset_away(tmp_path)
+    repo.refs.set_head_detached(tip, message="checkout the deleted branch's tip")
+    everything_expired = {"expire_days": 0, "unreachable_days": 0}
+    live = _live(repo, **everything_expired)
+    assert gone <= live  # only HEAD names them: no ref, and every reflog line expires
+    pm.gc(repo, prune="now", expire="now", expire_unreachable="now")
+    repo.close()
+    _assert_exactly(tmp_path, live)
+    # the control: with HEAD back on a branch the same objects are garbage, so the check above
+    # could fail
+    repo = Repository.open(tmp_path)
+    main = next(name for name, _ in repo.refs.iter_refs("refs/") if name.endswith("/main"))
+    repo.refs.set_head_symbolic(main)
+    assert not gone & _live(repo, **everything_expired)
+    control = _live(repo, **everything_expired)
+    pm.gc(repo, prune="now", expire="now", expire_unreachable="now")
+    repo.close()
+    _assert_exactly(tmp_path, control)
 
 
 def test_grace_period_keeps_new_packs(tmp_path):
@@ -71,12 +113,18 @@ def test_expired_reflog_entries_stop_protecting(tmp_path):
     repo, info, _ = _garbage_repo(tmp_path)
     ref = f"refs/sessions/{info['session']}/tmp"
     n_ops = len(list(operations.walk(repo)))
+    assert info["side"] in _live(repo)  # protected by reflog entries and operations
     # 100 days on, the reflog entries and the operations that named `side` have expired
-    res = pm.gc(repo, prune="now", now=time.time() + 100 * 86400)
+    later = time.time() + 100 * 86400
+    live = _live(repo, now=later)
+    assert info["side"] not in live
+    res = pm.gc(repo, prune="now", now=later)
     assert res.reflog_expired >= 2
     assert info["side"] not in repo.store
     assert repo.refs.reflog(ref) == []
     assert len(res.operations_expired) == n_ops > 0  # what undo can no longer restore
+    repo.close()
+    _assert_exactly(tmp_path, live, now=later)
 
 
 def test_young_operations_keep_what_undo_needs(tmp_path):
@@ -85,9 +133,13 @@ def test_young_operations_keep_what_undo_needs(tmp_path):
     aged = [ReflogEntry(e.old, e.new, e.ts_ms - 100 * DAY_MS, e.actor, e.message)
             for e in repo.refs.reflog(ref)]
     repo.refs.replace_reflog(ref, aged)
+    live = _live(repo)
+    assert info["side"] in live  # only operations of the last 90 days name it now
     res = pm.gc(repo, prune="now")
     assert res.reflog_expired == len(aged) and res.operations_expired == []
     assert info["side"] in repo.store  # an operation of the last 90 days names it
+    repo.close()
+    _assert_exactly(tmp_path, live)
 
 
 def test_reflog_expire_unreachable_after_30_days(tmp_path):
@@ -116,13 +168,15 @@ def test_parse_time():
         pm.parse_time("soonish", now)
 
 
-def _gc_child(path: str, kill_at: int) -> None:
+def _gc_child(path: str, kill_at: int, names) -> None:
     calls = [0]
 
-    def step(_name: str) -> None:
+    def step(name: str) -> None:
         calls[0] += 1
+        if names is not None:
+            names.put(name)
         if calls[0] == kill_at:
-            os._exit(9)
+            os.kill(os.getpid(), signal.SIGKILL)  # a real kill -9 at this durable step
 
     repo = Repository.open(path)
     pm.gc(repo, prune="now", step=step)
@@ -142,22 +196,47 @@ def _many_packs(path, rounds: int = 4):
     return repo
 
 
-@pytest.mark.parametrize("kill_at", range(1, 13))
-def test_gc_killed_at_each_step_never_loses_a_reachable_object(tmp_path, kill_at):
-    repo = _many_packs(tmp_path)
-    live = _live(repo)
-    repo.close()
+def _run_gc_child(target, args, timeout=60):
     ctx = multiprocessing.get_context("fork")
-    proc = ctx.Process(target=_gc_child, args=(str(tmp_path / ".ctx"), kill_at))
+    proc = ctx.Process(target=target, args=args)
     proc.start()
-    proc.join(60)
-    repo = Repository.open(tmp_path)
-    for obj_id in live:
-        repo.store.get_raw(obj_id)
-    assert [p for p in verify(repo.store) if p.kind != "pack"] == []
-    pm.gc(repo, prune="now")  # a later gc finishes the job
-    for obj_id in live:
-        repo.store.get_raw(obj_id)
+    proc.join(timeout)
+    assert not proc.is_alive(), "gc child hung"
+    return proc.exitcode
+
+
+def _steps_of_a_full_gc(template, work) -> list[str]:
+    """The step names a complete gc of a copy of `template` goes through, in order."""
+    shutil.copytree(template, work, copy_function=shutil.copy2)  # mtimes kept: same candidates
+    names = multiprocessing.get_context("fork").Queue()
+    assert _run_gc_child(_gc_child, (str(work / ".ctx"), 0, names)) == 0
+    out = []
+    while not names.empty():
+        out.append(names.get(timeout=5))
+    return out
+
+
+def test_gc_killed_at_each_step_never_loses_a_reachable_object(tmp_path):
+    template = tmp_path / "template"
+    repo = _many_packs(template)
+    live = _live(repo)
+    assert len(live) < len(repo.store)  # there is garbage to delete
+    repo.close()
+    steps = _steps_of_a_full_gc(template, tmp_path / "full")
+    # every real step, including one delete per candidate pack
+    assert steps[:2] == ["reflogs-expired", "marked"] and steps.count("pack-deleted") >= 4
+    for kill_at, name in enumerate(steps, 1):
+        work = tmp_path / f"kill-{kill_at}"
+        shutil.copytree(template, work, copy_function=shutil.copy2)
+        code = _run_gc_child(_gc_child, (str(work / ".ctx"), kill_at, None))
+        assert code == -signal.SIGKILL, f"not killed at step {kill_at} ({name})"
+        repo = Repository.open(work)
+        graph = oracle.ObjectGraph(repo.store)
+        assert live <= graph.ids, f"killed after {name}: live objects lost"
+        assert [p for p in verify(repo.store) if p.kind != "pack"] == []
+        pm.gc(repo, prune="now")  # a later gc finishes the job
+        repo.close()
+        _assert_exactly(work, live)
 
 
 @pytest.mark.slow
@@ -168,7 +247,7 @@ def test_gc_killed_at_random_times(tmp_path):
     repo.close()
     ctx = multiprocessing.get_context("fork")
     for _ in range(6):
-        proc = ctx.Process(target=_gc_child, args=(str(tmp_path / ".ctx"), -1))
+        proc = ctx.Process(target=_gc_child, args=(str(tmp_path / ".ctx"), -1, None))
         proc.start()
         time.sleep(rnd.uniform(0, 0.15))
         if proc.is_alive():
@@ -193,8 +272,8 @@ def _reset_away(path):
         tip = tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch 2"})
     repo.refs.set_if_equals(ref, tip, None, message="deleted")
     repo.store.flush()
-    live = links.reachable(repo.store, pm.roots(repo, expire="now", expire_unreachable="now"))
-    gone = links.reachable(repo.store, [tip]) - live
+    live = _live(repo, expire_days=0, unreachable_days=0)
+    gone = oracle.ObjectGraph(repo.store).closure([tip]) - live
     return repo, ref, tip, gone
 
 
@@ -269,7 +348,8 @@ def test_gc_reports_fewer_bytes_after_removing_garbage(tmp_path):
     assert res.objects_removed == 1 and res.bytes_before > res.bytes_after
 
 
-def _gc_rescue_child(path: str, ref: str, tip: str, gone: list[str], kill_at: int) -> None:
+def _gc_rescue_child(path: str, ref: str, tip: str, gone: list[str], kill_at: int,
+                     names) -> None:
     calls = [0]
 
     def step(name: str) -> None:
@@ -279,33 +359,49 @@ def _gc_rescue_child(path: str, ref: str, tip: str, gone: list[str], kill_at: in
             writer.refs.set_if_equals(ref, None, tip, message="re-import")
             writer.close()
         calls[0] += 1
+        if names is not None:
+            names.put(name)
         if calls[0] == kill_at:
-            os._exit(9)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     repo = Repository.open(path)
     pm.gc(repo, prune="now", expire="now", expire_unreachable="now", step=step, wait=5)
     os._exit(0)
 
 
-@pytest.mark.parametrize("kill_at", range(3, 12))
-def test_gc_killed_while_rescuing_never_loses_what_was_named_again(tmp_path, kill_at):
-    repo, ref, tip, gone = _reset_away(tmp_path)
+def test_gc_killed_while_rescuing_never_loses_what_was_named_again(tmp_path):
+    template = tmp_path / "template"
+    repo, ref, tip, gone = _reset_away(template)
     for r in range(3):  # more candidate packs to delete
         repo.store.put_blob(b"dead %d" % r + os.urandom(8))
         repo.store.flush()
         repo.store.seal_active()
     repo.close()
-    ctx = multiprocessing.get_context("fork")
-    proc = ctx.Process(target=_gc_rescue_child,
-                       args=(str(tmp_path / ".ctx"), ref, tip, sorted(gone), kill_at))
-    proc.start()
-    proc.join(60)
-    assert proc.exitcode in (0, 9)
-    repo = Repository.open(tmp_path)
-    assert repo.refs.read(ref) == tip
-    assert fsck_repo.check(repo, full=True).problems == []
-    pm.gc(repo, prune="now")
-    assert fsck_repo.check(repo, full=True).problems == []
+    args = (ref, tip, sorted(gone))
+    full = tmp_path / "full"
+    shutil.copytree(template, full, copy_function=shutil.copy2)
+    names = multiprocessing.get_context("fork").Queue()
+    assert _run_gc_child(_gc_rescue_child, (str(full / ".ctx"), *args, 0, names)) == 0
+    steps = []
+    while not names.empty():
+        steps.append(names.get(timeout=5))
+    assert "rescued-written" in steps or any("rescue" in n for n in steps), steps
+    for kill_at, name in enumerate(steps, 1):
+        work = tmp_path / f"kill-{kill_at}"
+        shutil.copytree(template, work, copy_function=shutil.copy2)
+        code = _run_gc_child(_gc_rescue_child, (str(work / ".ctx"), *args, kill_at, None))
+        assert code == -signal.SIGKILL, f"not killed at step {kill_at} ({name})"
+        repo = Repository.open(work)
+        if kill_at >= 2:  # the writer named them again at "marked", the second step
+            assert repo.refs.read(ref) == tip
+            assert gone <= _live(repo)
+        live = _live(repo)
+        assert live <= oracle.ObjectGraph(repo.store).ids, f"killed after {name}: objects lost"
+        assert fsck_repo.check(repo, full=True).problems == []
+        pm.gc(repo, prune="now")
+        assert fsck_repo.check(repo, full=True).problems == []
+        repo.close()
+        _assert_exactly(work, live)
 
 
 def test_parse_time_short_ages():
