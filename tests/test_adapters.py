@@ -177,10 +177,19 @@ def test_anthropic_starts_with_user_after_eviction():
 
 
 def test_openai_after_heavy_eviction_still_valid():
-    b = _bundle(budget=200)
-    assert b.used_tokens <= 200
-    validate_openai(to_openai(b))
-    validate_anthropic(to_anthropic(b))
+    full = _bundle()
+    assert not [s for s in full.segments if not s.kept]  # the default budget drops nothing
+    p0 = sum(s.tokens for s in full.kept if s.tier == 0)
+    b = _bundle(budget=p0 + 3)  # room for the P0 tier only: everything else is evicted
+    dropped = {s.tool_call_id for s in b.segments if not s.kept and s.tool_call_id}
+    assert dropped == {"t1", "t2"}  # both finished pairs went; the pending one (P0) stays
+    assert b.used_tokens <= p0 + 3 < full.used_tokens
+    openai, anthropic = to_openai(b), to_anthropic(b)
+    validate_openai(openai)
+    validate_anthropic(anthropic)
+    for payload in (openai, anthropic):
+        text = json.dumps(payload)
+        assert '"t3"' in text and '"t1"' not in text and '"t2"' not in text  # no half pair
 
 
 def test_empty_bundle():
