@@ -50,6 +50,17 @@ def test_default_falls_back_to_estimate_without_tiktoken(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_tiktoken)
     assert exact_tokenizer() is None
+    default_tokenizer.cache_clear()  # the process-wide one was made with tiktoken importable
+    try:
+        tok = default_tokenizer()
+        assert tok.name == ESTIMATE_NAME
+        assert [tok.count(s) for s in ("abcd", "abcde", "é" * 4)] == [1, 2, 2]
+        assert isinstance(tok, CachedTokenizer) and tok is default_tokenizer()
+    finally:
+        monkeypatch.undo()
+        default_tokenizer.cache_clear()  # later tests get the real default back
+    if exact_tokenizer() is not None:
+        assert default_tokenizer().name == f"tiktoken:{OFFLINE_ENCODING}"
 
 
 class Counting:

@@ -70,12 +70,16 @@ class TestFileRefs(RefsContract):
             refs.set_if_equals("refs/sessions/s/a/b", None, A)
 
 
-def _racer(root, n, out):
+def _racer(root, n, out, barrier=None):
     refs = FileRefs(root)
     wins = conflicts = 0
     for i in range(n):
+        if barrier is not None:
+            barrier.wait(30)  # the previous round's moves are done
         cur = refs.read(REF)
         new = f"{os.getpid() % 256:02x}{i:062x}"
+        if barrier is not None:
+            barrier.wait(30)  # both racers have read the same tip: one CAS must lose
         try:
             refs.set_if_equals(REF, cur, new, fsync=False)
             wins += 1
@@ -84,23 +88,45 @@ def _racer(root, n, out):
     out.put((wins, conflicts))
 
 
-def test_cas_race_between_two_processes(tmp_path):
-    """Every successful CAS is in the reflog exactly once, chained old->new: nothing lost."""
+def _race(tmp_path, n, lockstep):
     refs = FileRefs(tmp_path)
     refs.set_if_equals(REF, None, A)
-    q = multiprocessing.Queue()
-    procs = [multiprocessing.Process(target=_racer, args=(tmp_path, 200, q)) for _ in range(2)]
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    barrier = ctx.Barrier(2) if lockstep else None
+    procs = [ctx.Process(target=_racer, args=(tmp_path, n, q, barrier)) for _ in range(2)]
     for p in procs:
         p.start()
+    results = [q.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(60)
-    results = [q.get(timeout=5) for _ in procs]
-    wins = sum(w for w, _ in results)
+        assert p.exitcode == 0
+    return refs, results
+
+
+def _assert_chain(refs, wins):
+    """Every successful CAS is in the reflog exactly once, chained old->new: nothing lost."""
     log = refs.reflog(REF)
     assert len(log) == 1 + wins
     for prev, cur in zip(log, log[1:], strict=False):
         assert cur.old == prev.new  # a chain: no move was based on a stale read
     assert refs.read(REF) == log[-1].new
+
+
+def test_cas_race_between_two_processes(tmp_path):
+    """Two processes read the same tip and both try to move it, round after round: exactly one
+    wins each round and the other gets RefConflict — the race really happens, every time."""
+    refs, results = _race(tmp_path, 40, lockstep=True)
+    assert sum(w for w, _ in results) == 40
+    assert sum(c for _, c in results) == 40  # one conflict per round, none lost or doubled
+    _assert_chain(refs, 40)
+
+
+def test_cas_free_running_race_loses_no_move(tmp_path):
+    refs, results = _race(tmp_path, 200, lockstep=False)
+    wins = sum(w for w, _ in results)
+    assert wins + sum(c for _, c in results) == 400 and wins >= 200
+    _assert_chain(refs, wins)
 
 
 @pytest.mark.parametrize("name", ["main", "feature/x", "try-2", "a.b"])
