@@ -54,13 +54,7 @@ def test_missing_store_without_create(tmp_path):
         PackStore(tmp_path / "nope", create=False)
 
 
-@pytest.mark.parametrize("durability", ["always", "batch", "never"])
-def test_durability_modes(tmp_path, durability):
-    with PackStore(tmp_path, durability=durability) as s:
-        ids = put_events(s, 20)
-        s.flush()
-    with PackStore(tmp_path) as s:
-        assert all(i in s for i in ids)
+# The durability modes against a kill -9 and a simulated power cut: test_durability_crash.py.
 
 
 def test_invalid_durability_rejected(tmp_path):

@@ -141,16 +141,23 @@ def test_frame_larger_than_declared_is_a_bomb(tmp_path, dst):
 
 def test_absurd_lengths(tmp_path, dst, good):
     head_len = struct.unpack_from("<I", good, 12)[0]
+    assert 0 < head_len < len(good)  # the field we overwrite really is the header length
     data = good[:12] + struct.pack("<I", 1 << 31) + good[16:]
-    _refused(tmp_path, dst, _retrailer(data), "absurd header length")
-    _refused(tmp_path, dst, _pack([], objects=10**12), "room for at most")
+    _refused(tmp_path, dst, _retrailer(data), "absurd header length 2147483648;")
+    _refused(tmp_path, dst, _pack([], objects=10**12),
+             "declares 1000000000000 objects; the file has room for at most 0;")
     rec = _record("event", _event())
-    _refused(tmp_path, dst, _pack([rec], objects=3), "declares 3 objects")
-    # a record whose stored length runs past the end of the file
+    _refused(tmp_path, dst, _pack([rec], objects=3),
+             "declares 3 objects; the file has room for at most 2;")
     oid, raw = rec
+    # a record whose stored length runs past the end of the file
     bad = raw[:16] + struct.pack("<I", 1 << 30) + raw[20:]  # the stored-length field
-    assert head_len > 0
-    _refused(tmp_path, dst, _pack([(oid, bad)]), "bad object record|runs into")
+    _refused(tmp_path, dst, _pack([(oid, bad)]),
+             r"bad object record: truncated record payload at offset \d+;")
+    # a record that declares 2 GiB once inflated: refused before anything is allocated
+    bomb = raw[:12] + struct.pack("<I", 1 << 31) + raw[16:]  # the raw-length field
+    _refused(tmp_path, dst, _pack([(oid, bomb)]),
+             f"object {oid} declares 2147483648 bytes, over the 268435456-byte limit")
 
 
 def test_duplicate_objects(tmp_path, dst):
