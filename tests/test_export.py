@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 
@@ -47,13 +48,44 @@ def test_schema_parents_first_and_branches_last(imported):
     assert len(kept) == 211 and all("record" in k or "raw" in k for k in kept)
 
 
-def test_artifacts_by_reference_only(imported, tmp_path):
+def test_artifacts_by_reference_only(tmp_path):
+    """By reference, an artifact's content is named, not carried; everything else is the same."""
+    from ctxstore import ContextManager
+
+    repo = Repository.memory()
+    cm = ContextManager.start(repo, "by-ref", "keep artifacts out of the export")
+    cm.add_assistant_message("running", tool_calls=[{"id": "c1", "name": "bash", "args": {}}])
+    output = "line of output\n" * 2000  # over the artifact threshold
+    cm.record_tool_result("c1", output)
+    sid = cm.session
+    inline = _lines(repo, sid)
+    by_ref = _lines(repo, sid, inline_artifacts=False)
+    objects = lambda ls: [o for x in ls[1:-1] for o in x["objects"]]  # noqa: E731
+    artifacts = [o for o in objects(inline) if o["type"] == "artifact"]
+    assert len(artifacts) == 1
+    content = artifacts[0]["value"]["content"]
+    carried = {o["id"]: o for o in objects(inline)}
+    assert base64.b64decode(carried[content]["value"]["base64"]).decode() == output
+    # by reference: the same lines, events and objects, minus exactly the artifact's content
+    assert [x.get("id") for x in by_ref] == [x.get("id") for x in inline]
+    assert [x.get("event") for x in by_ref] == [x.get("event") for x in inline]
+    assert [o for o in objects(by_ref)] == [o for o in objects(inline) if o["id"] != content]
+    assert any(o["id"] == content for o in objects(inline))  # so the comparison can fail
+    # and a store that holds the content takes the by-reference file back with the same ids
+    path = tmp_path / "by-ref.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in by_ref), encoding="utf-8")
+    report = import_paths(repo, [path])
+    assert report.warnings == [] and report.new_events == 0
+    assert report.sessions[0].session == sid
+
+
+def test_imported_outputs_stay_in_a_by_reference_export(imported):
+    """Imported outputs are also the line's externalized strings, so the record still carries
+    them: by-reference never drops what the source-format export needs."""
     repo, s = imported
     inline = _lines(repo, s.session)
     by_ref = _lines(repo, s.session, inline_artifacts=False)
     blobs = lambda ls: sum(o["type"] == "blob" for x in ls[1:-1] for o in x["objects"])  # noqa: E731
-    # imported outputs are also the record's externalized strings, so the record still
-    # carries them: by-reference never drops what the source-format export needs
     assert blobs(by_ref) == blobs(inline)
     assert [x.get("id") for x in by_ref] == [x.get("id") for x in inline]
 

@@ -109,12 +109,31 @@ def test_imported_session_works_everywhere():
     s2 = project(reversed(log(sound, f"{ssid}/main")))
     assert s2.tool_calls["completed"] + s2.tool_calls["failed"] == 71
     assert s2.pending_tool_calls == {}
-    context = pytest.importorskip("ctxstore.context")
+    from ctxstore import context
+
     history = [(eid, ev, repo.store.get(ev.causality["message_id"])
                 if "message_id" in ev.causality else None) for eid, ev in events]
     cands = context.candidates_from_history(state, history)
     bundle = context.build_context(state, cands, budget=50_000)
-    assert bundle is not None
+    # the bundle holds this session's content, checked against the raw file (no importer code)
+    raw = [json.loads(x) for x in IDEAS.read_text(encoding="utf-8").splitlines() if x.strip()]
+    raw_texts = {json.dumps(r["message"]["content"]) for r in raw
+                 if r.get("type") == "user" and isinstance(r["message"]["content"], str)}
+    raw_tool_ids = {b["id"] for r in raw if r.get("type") == "assistant"
+                    for b in r["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
+    prompts = [ev.payload["text"] for _, ev in events if ev.type == "UserPromptSubmitted"]
+    (request,) = [s for s in bundle.kept if s.kind == "current_request"]
+    assert request.text == prompts[-1] and json.dumps(request.text) in raw_texts
+    pairs = {s.tool_call_id for s in bundle.kept if s.tool_call_id}
+    assert pairs and pairs <= raw_tool_ids  # the session's own tool calls, paired
+    on_main = {eid for eid, _ in events}
+    conversation = [s for s in bundle.kept if s.section == 2]
+    assert len(conversation) > 5
+    assert all(src in on_main for s in conversation for src in s.sources
+               if src in repo.store and repo.store.type_of(src) == "event")
+    assert 0 < bundle.used_tokens <= 50_000 and not [s for s in bundle.segments if not s.kept]
+    payload = context.to_anthropic(bundle)
+    assert payload["messages"][-1]["content"][-1]["text"] == prompts[-1]
 
 
 def test_on_disk_repository(tmp_path):
