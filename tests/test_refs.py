@@ -6,6 +6,7 @@ import pytest
 
 from ctxstore.errors import CorruptStore, InvalidRefName, LockHeld, RefConflict
 from ctxstore.refs import FileRefs, MemoryRefs, check_branch_name
+from ctxstore.refs.names import check_ref_name
 
 from .refs_contract import REF, A, B, RefsContract
 
@@ -138,3 +139,44 @@ def test_good_branch_names(name):
 def test_bad_branch_names(name):
     with pytest.raises(InvalidRefName):
         check_branch_name(name)
+
+
+@pytest.mark.parametrize("name,rule", [
+    ("", "empty"),
+    ("@", "'@' alone is reserved"),
+    ("/refs/x", "must not start or end with '/'"),
+    ("refs/x/", "must not start or end with '/'"),
+    ("-x", "must not start with '-'"),
+    ("refs//x", "must not contain '//'"),
+    ("refs/a..b", "must not contain '..'"),
+    ("refs/a@{1}", "must not contain '@{'"),
+    ("refs/x.", "must not end with '.'"),
+    ("refs/a\x01b", "must not contain control characters"),
+    ("refs/a\x7fb", "must not contain control characters"),
+    ("refs/a b", "must not contain ' '"),
+    ("refs/a~1", "must not contain '~'"),
+    ("refs/a^", "must not contain '^'"),
+    ("refs/a:b", "must not contain ':'"),
+    ("refs/a?", "must not contain '?'"),
+    ("refs/a*", "must not contain '*'"),
+    ("refs/a[b", "must not contain '['"),
+    ("refs/a\\b", "must not contain '\\\\'"),
+    ("refs/.hidden", "no component may start with '.'"),
+    ("refs/x.lock/y", "no component may end with '.lock'"),
+    ("refs/" + "x" * 1100, "longer than 1024 bytes"),
+])
+def test_each_ref_name_rule_says_which_rule(name, rule):
+    """The error names the rule that was broken (one clear line), not just that it was."""
+    with pytest.raises(InvalidRefName) as err:
+        check_ref_name(name)
+    assert str(err.value) == f"invalid ref name {name!r}: {rule}"
+
+
+def test_boundaries_of_the_ref_name_rules():
+    for ok in ("refs/a.b", "refs/x/y.locked", "refs/a@b", "refs/" + "x" * 1019, "a/b-c",
+               "refs/a\x20b".replace(" ", "_"), "refs/\x80x"):
+        assert check_ref_name(ok) == ok
+    with pytest.raises(InvalidRefName, match=r"^invalid branch name 'a\.\.b': must not contain"):
+        check_branch_name("a..b")
+    with pytest.raises(InvalidRefName, match=r"^invalid branch name 'HEAD'$"):
+        check_branch_name("HEAD")

@@ -1,0 +1,153 @@
+"""Mutation testing: how many deliberate one-line bugs in the core modules the tests catch.
+
+    .venv/bin/pip install -e '.[dev,langgraph,mutation]'
+    .venv/bin/python -m tests.mutation                 # every group below, one after another
+    .venv/bin/python -m tests.mutation gc fsck         # some groups
+    .venv/bin/python -m tests.mutation --list          # the groups, their files and tests
+
+For each group, a scratch copy of the repository is made in `.mutation/<group>/` and mutmut
+(https://mutmut.readthedocs.io) mutates only that group's files and runs only that group's
+tests — and of those, only the ones that execute the mutated function (mutmut's per-function
+selection), in forked processes, `--max-children` at a time (default 2). At the end a table
+gives, per module, the mutants and how many the tests killed; `.mutation/<group>/survivors.txt`
+lists every surviving mutant as a diff (`mutmut show`). "no tests" mutants are in functions no
+test of the group executes; they count as not killed.
+
+It is not part of CI (tens of minutes on 2 cores); docs/testing.md records the last run and
+what each surviving mutant means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".mutation"
+COPY = ("ctxstore", "cli", "tests", "docs", "benchmarks", "pyproject.toml", "setup.py", "README.md")
+
+#: group -> (modules to mutate, the tests that check them)
+GROUPS: dict[str, tuple[list[str], list[str]]] = {
+    "refs": (["ctxstore/refs/files.py", "ctxstore/refs/names.py", "ctxstore/refs/base.py"],
+             ["tests/test_refs.py"]),
+    "store": (["ctxstore/store/pack.py", "ctxstore/store/packstore.py",
+               "ctxstore/store/packwriter.py", "ctxstore/store/packindex.py",
+               "ctxstore/store/packconsolidate.py"],
+              ["tests/test_store_pack.py", "tests/test_durability_crash.py", "tests/test_crash.py"]),
+    "gc": (["ctxstore/maintenance/gc.py", "ctxstore/store/repack.py", "ctxstore/store/gclock.py"],
+           ["tests/test_gc.py", "tests/test_cli_maintenance.py"]),
+    "fsck": (["ctxstore/store/fsck.py", "ctxstore/maintenance/fsck.py"],
+             ["tests/test_fsck_repo.py", "tests/test_fsck_parallel.py", "tests/test_fsck_oracle.py",
+              "tests/test_store_pack.py"]),
+    "transaction": (["ctxstore/repo/repository.py"],
+                    ["tests/test_dag_properties.py", "tests/test_cli_history.py", "tests/test_gc.py"]),
+    "builder": (["ctxstore/context/builder.py"],
+                ["tests/test_context_builder.py", "tests/test_invariants_context.py",
+                 "tests/test_adapters.py"]),
+    "compaction-checks": (["ctxstore/compaction/checks.py"], ["tests/test_compaction.py"]),
+}
+
+STATUS = re.compile(r"^\s*(?P<name>\S+)__mutmut_\d+: (?P<status>.+)$")
+
+
+def _config(modules: list[str], tests: list[str]) -> str:
+    def toml_list(xs):
+        return "[" + ", ".join(f'"{x}"' for x in xs) + "]"
+
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["ctxstore"]\n'
+        f"only_mutate = {toml_list(modules)}\n"
+        'also_copy = ["cli", "docs", "benchmarks", "setup.py", "README.md"]\n'
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
+        # no xdist/timeout plugins inside mutmut's forked runs; mutmut has its own timeouts
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:timeout"]\n'
+    )
+
+
+def _module_of(function: str, modules: list[str]) -> str:
+    dotted = {m[:-3].replace("/", "."): m for m in modules}
+    for prefix, path in dotted.items():
+        if function.startswith(prefix + "."):
+            return path
+    return "?"
+
+
+def run_group(name: str, children: int) -> dict[str, Counter]:
+    modules, tests = GROUPS[name]
+    work = WORK / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for item in COPY:
+        src = ROOT / item
+        if src.is_dir():
+            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, work / item)
+    with open(work / "pyproject.toml", "a", encoding="utf-8") as f:
+        f.write(_config(modules, tests))
+    mutmut = [sys.executable, "-m", "mutmut"]
+    start = time.monotonic()
+    log = open(work / "run.log", "w", encoding="utf-8")
+    subprocess.run([*mutmut, "run", "--max-children", str(children)], cwd=work, stdout=log,
+                   stderr=subprocess.STDOUT, check=False)
+    out = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True,
+                         text=True, check=True).stdout
+    tally: dict[str, Counter] = {m: Counter() for m in modules}
+    survivors = []
+    for line in out.splitlines():
+        m = STATUS.match(line)
+        if not m:
+            continue
+        module = _module_of(m["name"].split(".x_")[0].split(".xǁ")[0] + ".", modules)
+        tally.setdefault(module, Counter())[m["status"]] += 1
+        if m["status"] != "killed":
+            survivors.append(line.strip().split(":")[0])
+    with open(work / "survivors.txt", "w", encoding="utf-8") as f:
+        for key in survivors:
+            f.write(subprocess.run([*mutmut, "show", key], cwd=work, capture_output=True,
+                                   text=True).stdout + "\n")
+    print(f"{name}: {sum(sum(c.values()) for c in tally.values())} mutants in "
+          f"{time.monotonic() - start:.0f} s", file=sys.stderr)
+    return tally
+
+
+def table(results: dict[str, dict[str, Counter]]) -> str:
+    rows = ["| group | module | mutants | killed | survived | no tests | timeout | other | killed % |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for group, tally in results.items():
+        for module, c in tally.items():
+            total = sum(c.values())
+            known = c["killed"] + c["survived"] + c["no tests"] + c["timeout"]
+            rate = f"{100 * c['killed'] / total:.1f}" if total else "n/a"
+            rows.append(f"| {group} | {module} | {total} | {c['killed']} | {c['survived']} | "
+                        f"{c['no tests']} | {c['timeout']} | {total - known} | {rate} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__.split("\n")[0])
+    ap.add_argument("groups", nargs="*", help=f"groups to run (default all: {', '.join(GROUPS)})")
+    ap.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    ap.add_argument("--list", action="store_true", help="show the groups and exit")
+    args = ap.parse_args(argv)
+    if args.list:
+        for name, (modules, tests) in GROUPS.items():
+            print(f"{name}: {' '.join(modules)}\n    tests: {' '.join(tests)}")
+        return 0
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+    results = {g: run_group(g, args.max_children) for g in args.groups or GROUPS}
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
