@@ -35,7 +35,7 @@ COPY = ("ctxstore", "cli", "tests", "docs", "benchmarks", "pyproject.toml", "set
 #: group -> (modules to mutate, the tests that check them)
 GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "refs": (["ctxstore/refs/files.py", "ctxstore/refs/names.py", "ctxstore/refs/base.py"],
-             ["tests/test_refs.py"]),
+             ["tests/test_refs.py", "tests/test_refs_details.py"]),
     "store": (["ctxstore/store/pack.py", "ctxstore/store/packstore.py",
                "ctxstore/store/packwriter.py", "ctxstore/store/packindex.py",
                "ctxstore/store/packconsolidate.py"],
@@ -51,6 +51,9 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
                 ["tests/test_context_builder.py", "tests/test_invariants_context.py",
                  "tests/test_adapters.py"]),
     "compaction-checks": (["ctxstore/compaction/checks.py"], ["tests/test_compaction.py"]),
+    "tool-effects": (["ctxstore/state/effects.py", "ctxstore/state/tools.py"],
+                     ["tests/test_tool_semantics.py", "tests/test_state_from_transcripts.py",
+                      "tests/test_state_fold.py"]),
 }
 
 STATUS = re.compile(r"^\s*(?P<name>\S+)__mutmut_\d+: (?P<status>.+)$")

@@ -1,0 +1,90 @@
+"""gc's small rules, pinned down (each check kills mutants that survived
+`python -m tests.mutation gc`): the time syntax of --prune/--expire, which reflog entries expire
+at the boundaries, and what a dry run reports without touching anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxstore.errors import InvalidInput
+from ctxstore.maintenance import gc as pm
+from ctxstore.refs import ReflogEntry
+from tests.test_links import build_repo
+
+NOW = 1_700_000_000.0
+DAY = 86400
+
+
+@pytest.mark.parametrize("text,ago", [
+    ("now", 0), (" NOW ", 0), ("1.second.ago", 1), ("2.seconds.ago", 2), ("3.minutes.ago", 180),
+    ("1.hour.ago", 3600), ("5.hours", 5 * 3600), ("2.days.ago", 2 * DAY), ("2 days ago", 2 * DAY),
+    ("2days", 2 * DAY), ("3.weeks.ago", 21 * DAY), ("1.month.ago", 30 * DAY),
+    ("2.years.ago", 730 * DAY), ("90.days", 90 * DAY), ("10.Days.Ago", 10 * DAY),
+])
+def test_relative_times(text, ago):
+    assert pm.parse_time(text, NOW) == NOW - ago
+
+
+def test_never_and_absolute_times():
+    assert pm.parse_time("never", NOW) is None and pm.parse_time("false", NOW) is None
+    assert pm.parse_time("2023-11-14", NOW) == 1699920000.0  # UTC when no zone is given
+    assert pm.parse_time("2023-11-14T22:13:20Z", NOW) == NOW
+    assert pm.parse_time("2023-11-14T23:13:20+01:00", NOW) == NOW
+    assert pm.parse_time("2023-11-14T22:13:20", NOW) == NOW
+    for bad in ("soonish", "2.fortnights.ago", "ago", "-1.days.ago", ""):
+        with pytest.raises(InvalidInput, match=r"^cannot read time .*: use now, never, N\.days\.ago, "
+                                               r"2\.weeks\.ago or an ISO date$"):
+            pm.parse_time(bad, NOW)
+
+
+def _aged(repo, ref, days_old, new=None):
+    """A reflog entry for `ref` `days_old` days before NOW."""
+    entries = repo.refs.reflog(ref)
+    last = entries[-1]
+    return ReflogEntry(last.new, new or last.new, int((NOW - days_old * DAY) * 1000), "t", "x")
+
+
+def test_reflog_expiry_boundaries(tmp_path):
+    repo, info = build_repo(tmp_path)
+    main = f"refs/sessions/{info['session']}/main"
+    on_tip, off_tip = info["prompt"], info["compaction"]  # an ancestor of main; not an event
+    entries = [_aged(repo, main, 89.9, on_tip), _aged(repo, main, 90.1, on_tip),
+               _aged(repo, main, 29.9, off_tip), _aged(repo, main, 30.1, off_tip),
+               _aged(repo, main, 30.1, on_tip), _aged(repo, main, 1, None)]
+    repo.refs.replace_reflog(main, entries)
+    dry = pm.reflog_expire(repo, refs=[main], now=NOW, dry_run=True)
+    assert dry.dry_run and dry.expired == 2 and dry.kept == 4
+    assert dry.refs == {main: {"kept": 4, "expired": 2}}
+    assert repo.refs.reflog(main) == entries  # a dry run changes nothing
+    res = pm.reflog_expire(repo, refs=[main], now=NOW)
+    assert not res.dry_run and res.to_dict()["expired"] == 2
+    assert repo.refs.reflog(main) == [entries[0], entries[2], entries[4], entries[5]]
+    # never: nothing expires by age, only the unreachable rule applies
+    repo.refs.replace_reflog(main, entries)
+    assert pm.reflog_expire(repo, refs=[main], now=NOW, expire="never").expired == 1
+    assert pm.reflog_expire(repo, refs=[main], now=NOW, expire="never",
+                            expire_unreachable="never").expired == 0
+
+
+def test_roots_follow_expiry(tmp_path):
+    repo, info = build_repo(tmp_path)
+    main = f"refs/sessions/{info['session']}/main"
+    gone = _aged(repo, main, 100, info["compaction"])
+    repo.refs.replace_reflog(main, [*repo.refs.reflog(main), gone])
+    assert info["compaction"] not in pm.roots(repo, now=NOW)
+    assert info["compaction"] in pm.roots(repo, now=NOW, expire="never", expire_unreachable="never")
+    assert info["main"] in pm.roots(repo, now=NOW) and info["prompt"] in pm.roots(repo, now=NOW)
+
+
+def test_dry_run_gc_reports_without_touching(tmp_path):
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    packs = sorted(p.name for p in (tmp_path / ".ctx" / "objects" / "packs").iterdir())
+    res = pm.gc(repo, prune="now", dry_run=True)
+    assert res.dry_run and res.prune == "now" and res.objects_removed == 1
+    assert res.live == res.objects_before - 1 and res.missing == []
+    assert res.to_dict()["objects_removed"] == 1 and res.reflog_expired == 0
+    assert sorted(p.name for p in (tmp_path / ".ctx" / "objects" / "packs").iterdir()) == packs
+    kept = pm.gc(repo, prune="never")
+    assert kept.objects_removed == 0 and kept.kept_packs >= 1
