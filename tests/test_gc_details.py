@@ -88,3 +88,35 @@ def test_dry_run_gc_reports_without_touching(tmp_path):
     assert sorted(p.name for p in (tmp_path / ".ctx" / "objects" / "packs").iterdir()) == packs
     kept = pm.gc(repo, prune="never")
     assert kept.objects_removed == 0 and kept.kept_packs >= 1
+
+
+def test_snapshots_of_live_events_survive_and_others_go(tmp_path):
+    """The snapshot cache is a root only for live events: a deleted branch's snapshots go."""
+    from ctxstore.repo import Repository
+    from ctxstore.state.projector import SNAPSHOT_EVERY, Projector
+    from tests.oracles import reachability as oracle
+
+    repo, info = build_repo(tmp_path)
+    sid = info["session"]
+    lines = {}
+    for branch in ("keep", "scratch"):
+        ref = f"refs/sessions/{sid}/{branch}"
+        repo.refs.set_if_equals(ref, None, info["main"])
+        with repo.transaction(ref) as tx:
+            for i in range(SNAPSHOT_EVERY + 10):
+                tip = tx.append("MessageAdded", "agent", {"role": "custom", "text": f"{branch} {i}"})
+        Projector(repo).project(tip)
+        lines[branch] = tip
+    snaps = oracle.snapshot_names(tmp_path / ".ctx")
+    by_branch = {b: {s for e, s in snaps.items() if repo.graph.is_ancestor(e, t)}
+                 for b, t in lines.items()}
+    assert by_branch["keep"] and by_branch["scratch"] and not by_branch["keep"] & by_branch["scratch"]
+    repo.refs.set_if_equals(f"refs/sessions/{sid}/scratch", lines["scratch"], None)
+    repo.store.flush()
+    live = oracle.live(tmp_path / ".ctx", repo.store, expire_days=0, unreachable_days=0)
+    assert by_branch["keep"] <= live and not by_branch["scratch"] & live
+    pm.gc(repo, prune="now", expire="now", expire_unreachable="now")
+    repo.close()
+    repo = Repository.open(tmp_path)
+    left = oracle.ObjectGraph(repo.store).ids
+    assert left == live  # the kept branch's snapshots are there; the deleted one's are gone
