@@ -37,11 +37,14 @@ def test_never_and_absolute_times():
             pm.parse_time(bad, NOW)
 
 
-def _aged(repo, ref, days_old, new=None):
-    """A reflog entry for `ref` `days_old` days before NOW."""
-    entries = repo.refs.reflog(ref)
-    last = entries[-1]
-    return ReflogEntry(last.new, new or last.new, int((NOW - days_old * DAY) * 1000), "t", "x")
+_TIP = object()
+
+
+def _aged(repo, ref, days_old, new=_TIP):
+    """A reflog entry for `ref` `days_old` days before NOW (new=None: a deletion)."""
+    last = repo.refs.reflog(ref)[-1]
+    return ReflogEntry(last.new, last.new if new is _TIP else new,
+                       int((NOW - days_old * DAY) * 1000), "t", "x")
 
 
 def test_reflog_expiry_boundaries(tmp_path):
@@ -50,18 +53,20 @@ def test_reflog_expiry_boundaries(tmp_path):
     on_tip, off_tip = info["prompt"], info["compaction"]  # an ancestor of main; not an event
     entries = [_aged(repo, main, 89.9, on_tip), _aged(repo, main, 90.1, on_tip),
                _aged(repo, main, 29.9, off_tip), _aged(repo, main, 30.1, off_tip),
-               _aged(repo, main, 30.1, on_tip), _aged(repo, main, 1, None)]
+               _aged(repo, main, 30.1, on_tip), _aged(repo, main, 1),
+               _aged(repo, main, 31, None),  # a deletion, older than 30 days: on no tip
+               _aged(repo, main, 31, "f" * 64)]  # names an object that is gone
     repo.refs.replace_reflog(main, entries)
     dry = pm.reflog_expire(repo, refs=[main], now=NOW, dry_run=True)
-    assert dry.dry_run and dry.expired == 2 and dry.kept == 4
-    assert dry.refs == {main: {"kept": 4, "expired": 2}}
+    assert dry.dry_run and dry.expired == 4 and dry.kept == 4
+    assert dry.refs == {main: {"kept": 4, "expired": 4}}
     assert repo.refs.reflog(main) == entries  # a dry run changes nothing
     res = pm.reflog_expire(repo, refs=[main], now=NOW)
-    assert not res.dry_run and res.to_dict()["expired"] == 2
+    assert not res.dry_run and res.to_dict()["expired"] == 4
     assert repo.refs.reflog(main) == [entries[0], entries[2], entries[4], entries[5]]
     # never: nothing expires by age, only the unreachable rule applies
     repo.refs.replace_reflog(main, entries)
-    assert pm.reflog_expire(repo, refs=[main], now=NOW, expire="never").expired == 1
+    assert pm.reflog_expire(repo, refs=[main], now=NOW, expire="never").expired == 3
     assert pm.reflog_expire(repo, refs=[main], now=NOW, expire="never",
                             expire_unreachable="never").expired == 0
 
@@ -88,6 +93,17 @@ def test_dry_run_gc_reports_without_touching(tmp_path):
     assert sorted(p.name for p in (tmp_path / ".ctx" / "objects" / "packs").iterdir()) == packs
     kept = pm.gc(repo, prune="never")
     assert kept.objects_removed == 0 and kept.kept_packs >= 1
+
+
+def test_dry_run_counts_equal_the_real_run_over_many_packs(tmp_path):
+    from tests.test_gc import _many_packs
+
+    repo = _many_packs(tmp_path)
+    dry = pm.gc(repo, prune="now", dry_run=True)
+    real = pm.gc(repo, prune="now")
+    assert dry.packs_before == real.packs_before >= 4
+    assert (dry.objects_before, dry.objects_removed) == (real.objects_before, real.objects_removed)
+    assert dry.objects_removed >= 120 and real.packs_after == 1
 
 
 def test_snapshots_of_live_events_survive_and_others_go(tmp_path):
