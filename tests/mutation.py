@@ -4,6 +4,8 @@
     .venv/bin/python -m tests.mutation                 # every group below, one after another
     .venv/bin/python -m tests.mutation gc fsck         # some groups
     .venv/bin/python -m tests.mutation --list          # the groups, their files and tests
+    .venv/bin/python -m tests.mutation --again gc      # after adding tests: re-run only the
+                                                       # mutants that were not killed last time
 
 For each group, a scratch copy of the repository is made in `.mutation/<group>/` and mutmut
 (https://mutmut.readthedocs.io) mutates only that group's files and runs only that group's
@@ -56,7 +58,22 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
                       "tests/test_state_fold.py"]),
 }
 
-STATUS = re.compile(r"^\s*(?P<name>\S+)__mutmut_\d+: (?P<status>.+)$")
+STATUS = re.compile(r"^\s*(?P<key>(?P<name>\S+)__mutmut_\d+): (?P<status>.+)$")
+
+
+def _fresh(work: Path, modules: list[str], tests: list[str]) -> Path:
+    """A scratch copy of the repository whose pyproject tells mutmut what to mutate and run."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for item in COPY:
+        src = ROOT / item
+        if src.is_dir():
+            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, work / item)
+    with open(work / "pyproject.toml", "a", encoding="utf-8") as f:
+        f.write(_config(modules, tests))
+    return work
 
 
 def _config(modules: list[str], tests: list[str]) -> str:
@@ -82,26 +99,35 @@ def _module_of(function: str, modules: list[str]) -> str:
     return "?"
 
 
-def run_group(name: str, children: int) -> dict[str, Counter]:
+def _results(mutmut: list[str], work: Path) -> str:
+    return subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def run_group(name: str, children: int, again: bool = False) -> dict[str, Counter]:
     modules, tests = GROUPS[name]
     work = WORK / name
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    for item in COPY:
-        src = ROOT / item
-        if src.is_dir():
-            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__"))
-        elif src.exists():
-            shutil.copy2(src, work / item)
-    with open(work / "pyproject.toml", "a", encoding="utf-8") as f:
-        f.write(_config(modules, tests))
     mutmut = [sys.executable, "-m", "mutmut"]
     start = time.monotonic()
-    log = open(work / "run.log", "w", encoding="utf-8")
-    subprocess.run([*mutmut, "run", "--max-children", str(children)], cwd=work, stdout=log,
-                   stderr=subprocess.STDOUT, check=False)
-    out = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True,
-                         text=True, check=True).stdout
+    log = open(work / "run.log" if again else _fresh(work, modules, tests) / "run.log", "a",
+               encoding="utf-8")
+    names: list[str] = []
+    if again:  # the current tests, then only what survived (mutmut adds stats for new tests)
+        for base in (work, work / "mutants"):
+            shutil.rmtree(base / "tests", ignore_errors=True)
+            shutil.copytree(ROOT / "tests", base / "tests",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            (base / "pyproject.toml").write_text(
+                (ROOT / "pyproject.toml").read_text(encoding="utf-8") + _config(modules, tests),
+                encoding="utf-8")
+        names = [m["key"] for m in map(STATUS.match, _results(mutmut, work).splitlines())
+                 if m and m["status"] != "killed"]
+        if not names:
+            print(f"{name}: nothing survived", file=sys.stderr)
+    if names or not again:
+        subprocess.run([*mutmut, "run", "--max-children", str(children), *names], cwd=work,
+                       stdout=log, stderr=subprocess.STDOUT, check=False)
+    out = _results(mutmut, work)
     tally: dict[str, Counter] = {m: Counter() for m in modules}
     survivors = []
     for line in out.splitlines():
@@ -139,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("groups", nargs="*", help=f"groups to run (default all: {', '.join(GROUPS)})")
     ap.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
     ap.add_argument("--list", action="store_true", help="show the groups and exit")
+    ap.add_argument("--again", action="store_true",
+                    help="reuse the last run's scratch copy: current tests, survivors only")
     args = ap.parse_args(argv)
     if args.list:
         for name, (modules, tests) in GROUPS.items():
@@ -147,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:
         ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
-    results = {g: run_group(g, args.max_children) for g in args.groups or GROUPS}
+    results = {g: run_group(g, args.max_children, args.again) for g in args.groups or GROUPS}
     print(table(results))
     return 0
 
