@@ -136,3 +136,69 @@ def test_snapshots_of_live_events_survive_and_others_go(tmp_path):
     repo = Repository.open(tmp_path)
     left = oracle.ObjectGraph(repo.store).ids
     assert left == live  # the kept branch's snapshots are there; the deleted one's are gone
+
+
+def test_gc_needs_an_on_disk_store():
+    from ctxstore.errors import Unsupported
+    from ctxstore.repo import Repository
+
+    with pytest.raises(Unsupported, match="^gc needs an on-disk store$"):
+        pm.gc(Repository.memory())
+
+
+def test_gc_refuses_while_another_gc_or_consolidation_runs(tmp_path):
+    from ctxstore.errors import LockHeld
+    from ctxstore.store.repack import RepackLock
+
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    with RepackLock(repo.store.packs_dir):
+        with pytest.raises(LockHeld, match="another gc or pack consolidation is running"):
+            pm.gc(repo, prune="now")
+        assert pm.gc(repo, prune="now", dry_run=True).objects_removed == 1  # a dry run reads only
+    assert pm.gc(repo, prune="now").objects_removed == 1
+
+
+def test_gc_judges_every_age_by_its_now(tmp_path):
+    """`now` is the clock for --prune, --expire and --expire-unreachable alike."""
+    import time
+
+    repo, info = build_repo(tmp_path)
+    sid = info["session"]
+    scratch = f"refs/sessions/{sid}/scratch"
+    repo.refs.set_if_equals(scratch, None, info["main"])
+    with repo.transaction(scratch) as tx:
+        side = tx.append("MessageAdded", "agent", {"role": "custom", "text": "side"})
+    repo.refs.set_if_equals(scratch, side, None, message="deleted")
+    repo.store.flush()
+    entries = sum(len(repo.refs.reflog(n)) for n in pm.reflog_names(repo))
+    today = pm.gc(repo, prune="2.weeks.ago")  # everything is new: nothing goes
+    assert today.objects_removed == 0 and today.reflog_expired == 0
+    later = time.time() + 40 * DAY  # 40 days on: only entries off their ref's tip expire
+    res = pm.gc(repo, prune="2.weeks.ago", now=later, expire="never")
+    assert 0 < res.reflog_expired < entries and res.objects_removed >= 1
+    repo.close()
+    from ctxstore.repo import Repository
+
+    repo = Repository.open(tmp_path)
+    assert side not in repo.store  # its reflog lines expired, its pack was old enough
+    left = sum(len(repo.refs.reflog(n)) for n in pm.reflog_names(repo))
+    assert left == entries - res.reflog_expired
+    res = pm.gc(repo, prune="2.weeks.ago", now=time.time() + 100 * DAY)  # past --expire too
+    assert res.reflog_expired == left and res.objects_removed == 0  # refs still name the rest
+    assert all(repo.refs.reflog(n) == [] for n in pm.reflog_names(repo))
+
+
+def test_gc_reports_progress_and_missing_objects(tmp_path):
+    repo, info = build_repo(tmp_path)
+    ghost = "f" * 64
+    with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
+        tx.append("MessageAdded", "agent", {"role": "custom", "text": "names a ghost"},
+                  {"message_id": ghost})
+    repo.store.flush()
+    calls = []
+    res = pm.gc(repo, prune="now", progress=lambda stage, n, total: calls.append((stage, n, total)))
+    assert res.missing == [ghost]  # reported, not a reason to stop or delete
+    assert calls and calls[-1] == ("mark", res.live, 0) and {c[0] for c in calls} == {"mark"}
+    assert res.objects_removed == 0 and res.roots >= 3
