@@ -202,3 +202,30 @@ def test_gc_reports_progress_and_missing_objects(tmp_path):
     assert res.missing == [ghost]  # reported, not a reason to stop or delete
     assert calls and calls[-1] == ("mark", res.live, 0) and {c[0] for c in calls} == {"mark"}
     assert res.objects_removed == 0 and res.roots >= 3
+
+
+def test_gc_seals_every_idle_active_pack(tmp_path):
+    """Active packs left by writers that have closed (or died) are sealed and collected, however
+    many there are and wherever they sort among the sealed ones."""
+    from ctxstore.repo import Repository
+    from ctxstore.store.packstore import PackStore
+    from tests.oracles import reachability as oracle
+
+    repo, _ = build_repo(tmp_path)
+    repo.store.flush()
+    repo.store.seal_active()
+    objects = tmp_path / ".ctx" / "objects"
+    writers = [PackStore(objects) for _ in range(4)]  # live at once: four active packs
+    garbage = [w.put_blob(b"idle garbage %d" % i) for i, w in enumerate(writers)]
+    for w in writers:
+        w.close()
+    packs = objects / "packs"
+    active = [p for p in packs.glob("*.pack") if not p.with_suffix(".idx").exists()]
+    assert len(active) >= 4
+    live = oracle.live(tmp_path / ".ctx", repo.store)
+    res = pm.gc(repo, prune="now")
+    assert res.objects_removed == len(garbage) and res.packs_after == 1
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert oracle.ObjectGraph(repo.store).ids == live
+    assert all(p.with_suffix(".idx").exists() for p in packs.glob("*.pack"))
