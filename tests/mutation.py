@@ -73,6 +73,9 @@ def _fresh(work: Path, modules: list[str], tests: list[str]) -> Path:
             shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.exists():
             shutil.copy2(src, work / item)
+    # ctxstore.cli (cli/ in the repository) goes inside the copied package, so that it is
+    # imported from the copy like the rest of ctxstore, never from the editable install
+    shutil.copytree(ROOT / "cli", work / "ctxstore" / "cli", ignore=shutil.ignore_patterns("__pycache__"))
     with open(work / "pyproject.toml", "a", encoding="utf-8") as f:
         f.write(_config(modules, tests))
     return work
@@ -86,7 +89,7 @@ def _config(modules: list[str], tests: list[str]) -> str:
         "\n[tool.mutmut]\n"
         'source_paths = ["ctxstore"]\n'
         f"only_mutate = {toml_list(modules)}\n"
-        'also_copy = ["cli", "docs", "benchmarks", "setup.py", "README.md"]\n'
+        'also_copy = ["docs", "benchmarks", "setup.py", "README.md"]\n'
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         # no xdist/timeout plugins inside mutmut's forked runs; mutmut has its own timeouts
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:timeout"]\n'
@@ -115,6 +118,11 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
                encoding="utf-8")
     names: list[str] = []
     if again:  # the current tests, then only what survived (mutmut adds stats for new tests)
+        changed = [m for m in modules if not (work / m).exists()
+                   or (work / m).read_bytes() != (ROOT / m).read_bytes()]
+        if changed:
+            raise SystemExit(f"{name}: {', '.join(changed)} changed since the last run; "
+                             f"run the group without --again")
         for base in (work, work / "mutants"):
             shutil.rmtree(base / "tests", ignore_errors=True)
             shutil.copytree(ROOT / "tests", base / "tests",
