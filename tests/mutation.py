@@ -158,16 +158,29 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
 
 
 def table(results: dict[str, dict[str, Counter]]) -> str:
-    rows = ["| group | module | mutants | killed | survived | no tests | timeout | other | killed % |",
+    rows = ["| group | module | mutants | checked | killed | survived | no tests | timeout | killed % of checked |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for group, tally in results.items():
         for module, c in tally.items():
             total = sum(c.values())
-            known = c["killed"] + c["survived"] + c["no tests"] + c["timeout"]
-            rate = f"{100 * c['killed'] / total:.1f}" if total else "n/a"
-            rows.append(f"| {group} | {module} | {total} | {c['killed']} | {c['survived']} | "
-                        f"{c['no tests']} | {c['timeout']} | {total - known} | {rate} |")
+            checked = c["killed"] + c["survived"] + c["no tests"] + c["timeout"] + c["suspicious"]
+            rate = f"{100 * c['killed'] / checked:.1f}" if checked else "n/a"
+            rows.append(f"| {group} | {module} | {total} | {checked} | {c['killed']} | "
+                        f"{c['survived']} | {c['no tests']} | {c['timeout']} | {rate} |")
     return "\n".join(rows)
+
+
+def report(name: str) -> dict[str, Counter]:
+    """The tally of a group's last (possibly unfinished) run, from its scratch copy."""
+    modules, _ = GROUPS[name]
+    out = _results([sys.executable, "-m", "mutmut"], WORK / name)
+    tally: dict[str, Counter] = {m: Counter() for m in modules}
+    for line in out.splitlines():
+        m = STATUS.match(line)
+        if m:
+            module = _module_of(m["name"].split(".x_")[0].split(".xǁ")[0] + ".", modules)
+            tally.setdefault(module, Counter())[m["status"]] += 1
+    return tally
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("groups", nargs="*", help=f"groups to run (default all: {', '.join(GROUPS)})")
     ap.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
     ap.add_argument("--list", action="store_true", help="show the groups and exit")
+    ap.add_argument("--report", action="store_true",
+                    help="only print the table of the last runs (finished or not)")
     ap.add_argument("--again", action="store_true",
                     help="reuse the last run's scratch copy: current tests, survivors only")
     args = ap.parse_args(argv)
@@ -185,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:
         ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+    if args.report:
+        print(table({g: report(g) for g in args.groups or GROUPS if (WORK / g / "mutants").is_dir()}))
+        return 0
     results = {g: run_group(g, args.max_children, args.again) for g in args.groups or GROUPS}
     print(table(results))
     return 0
