@@ -37,7 +37,7 @@ COPY = ("ctxstore", "cli", "tests", "docs", "benchmarks", "pyproject.toml", "set
 #: group -> (modules to mutate, the tests that check them)
 GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "refs": (["ctxstore/refs/files.py", "ctxstore/refs/names.py", "ctxstore/refs/base.py"],
-             ["tests/test_refs.py", "tests/test_refs_details.py"]),
+             ["tests/test_refs.py", "tests/test_refs_details.py", "tests/test_transaction.py"]),
     "store": (["ctxstore/store/pack.py", "ctxstore/store/packstore.py",
                "ctxstore/store/packwriter.py", "ctxstore/store/packindex.py",
                "ctxstore/store/packconsolidate.py"],
@@ -49,8 +49,9 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
              ["tests/test_fsck_repo.py", "tests/test_fsck_parallel.py", "tests/test_fsck_oracle.py",
               "tests/test_fsck_index.py",
               "tests/test_store_pack.py"]),
-    "transaction": (["ctxstore/repo/repository.py"],
-                    ["tests/test_dag_properties.py", "tests/test_cli_history.py", "tests/test_gc.py"]),
+    "transaction": (["ctxstore/repo/transaction.py", "ctxstore/repo/operations.py"],
+                    ["tests/test_transaction.py", "tests/test_oplog_machine.py",
+                     "tests/test_writer_contract.py"]),
     "builder": (["ctxstore/context/builder.py"],
                 ["tests/test_context_builder.py", "tests/test_invariants_context.py",
                  "tests/test_adapters.py"]),
