@@ -134,3 +134,14 @@ def test_branch_ref_names():
 def test_reflog_entry_to_dict():
     assert ReflogEntry(A, None, 3, "me", "m").to_dict() == {
         "old": A, "new": None, "ts_ms": 3, "actor": "me", "message": "m"}
+
+
+def test_reflog_survives_bytes_that_are_not_utf8_and_keeps_message_ends(tmp_path):
+    refs = FileRefs(tmp_path)
+    refs.set_if_equals(REF, None, A, message="first")
+    with open(tmp_path / "logs" / REF, "ab") as f:
+        f.write(f"{A} {B} 17 me\tbad \xff byte\n".encode("latin-1"))
+        f.write(f"{B} {C} 18 me\tends in X\n".encode())
+    log = refs.reflog(REF)
+    assert [e.message for e in log] == ["first", "bad \ufffd byte", "ends in X"]
+    assert _parse_entry(f"{A} {B} 1 me\tXX\n").message == "XX"
