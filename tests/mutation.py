@@ -6,6 +6,7 @@
     .venv/bin/python -m tests.mutation --list          # the groups, their files and tests
     .venv/bin/python -m tests.mutation --again gc      # after adding tests: re-run only the
                                                        # mutants that were not killed last time
+    .venv/bin/python -m tests.mutation --report        # the table of the last runs
 
 For each group, a scratch copy of the repository is made in `.mutation/<group>/` and mutmut
 (https://mutmut.readthedocs.io) mutates only that group's files and runs only that group's
@@ -16,7 +17,8 @@ lists every surviving mutant as a diff (`mutmut show`). "no tests" mutants are i
 test of the group executes; they count as not killed.
 
 It is not part of CI (tens of minutes on 2 cores); docs/testing.md records the last run and
-what each surviving mutant means.
+what each surviving mutant means. `--again` pays off only while the group's test list is the
+same: mutmut drops every cached verdict when the selection of tests changes.
 """
 
 from __future__ import annotations
