@@ -130,7 +130,7 @@ def _cli(store: str, *args: str) -> tuple[float, str]:
 
 def undo_vs_reset(quick: bool) -> list[dict]:
     """`ctx undo` of a ~100k-event import vs `ctx reset` of one branch, same store size."""
-    target = 20_000_000 if quick else 100_000_000
+    target = 20_000_000 if quick else 180_000_000  # ~100k events
     with tempfile.TemporaryDirectory() as tmp:
         transcript = Path(tmp) / "big.jsonl"
         generate_claude_code(transcript, target)
