@@ -164,7 +164,7 @@ class BranchAppend:
         self.rebased = False
         self.message: str | None = None  # the reflog message (default: the transaction's)
         self.appended: list[str] = []
-        self._fields: list[dict[str, Any]] = []
+        self._fields: list[dict[str, Any] | Event] = []
         parts = split_branch_ref(ref)
         self.session = parts[0] if parts else None
 
@@ -179,7 +179,7 @@ class BranchAppend:
     @property
     def fields(self) -> list[dict[str, Any]]:
         """The appended events' field maps, in order (after a rebase: the re-created ones)."""
-        return list(self._fields)
+        return [_fields_of(f) for f in self._fields]
 
     def replay_onto(self, new_base: str) -> None:
         """Re-create the appended events on top of `new_base` (new parents, so new ids)."""
@@ -190,6 +190,7 @@ class BranchAppend:
         self.appended, self._fields = [], []
         gen = self.tx.generation
         for old_id, f in zip(old_ids, old_fields, strict=True):
+            f = _fields_of(f)
             parents = [mapping.get(p, p) for p in f["parents"]]
             mapping[old_id] = self.add({**f, "parents": parents,
                                         "generation": 1 + max(gen(p) for p in parents)})
@@ -310,19 +311,20 @@ class Transaction:
                 self, ref, tip, self.rebase if rebase is None else rebase)
         return br
 
-    def adopt(self, ref: str, base: str, events: Iterable[tuple[str, dict[str, Any]]], *,
+    def adopt(self, ref: str, base: str, events: Iterable[tuple[str, Event]], *,
               message: str | None = None, drop_if_deleted: bool = False) -> BranchAppend:
         """Appends already stored by a group-committing writer (the LangGraph saver): events
-        (id, field map) chained on `base`, which the ref held when the first was appended."""
+        (id, event) chained on `base`, which the ref held when the first was appended. Their
+        field maps are only built if a rebase needs them."""
         if ref in self._branches or ref in self._moves:
             raise InvalidInput(f"{ref}: already part of this transaction")
         br = self._branches[ref] = BranchAppend(self, ref, base, True)
         br.message, br.drop_if_deleted = message, drop_if_deleted
-        for eid, fields in events:
-            br._fields.append(fields)
+        for eid, ev in events:
+            br._fields.append(ev)
             br.appended.append(eid)
             br.tip = eid
-            self._gen[eid] = fields["generation"]
+            self._gen[eid] = ev.generation
         return br
 
     @property
@@ -564,6 +566,10 @@ class Transaction:
             self.commit()
         else:
             self.abort()
+
+
+def _fields_of(f: dict[str, Any] | Event) -> dict[str, Any]:
+    return f.to_dict() if isinstance(f, Event) else f
 
 
 def _entry_key(e: ReflogEntry) -> tuple:

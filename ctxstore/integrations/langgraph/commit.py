@@ -98,9 +98,8 @@ class Committer:
                 pend = self.pending[name]
                 kinds = Counter(ev.type.partition(":")[2] or ev.type for _, ev in pend.events)
                 message = "langgraph: " + ", ".join(f"{k} {t}" for t, k in sorted(kinds.items()))
-                adopted[name] = tx.adopt(name, pend.base,
-                                         [(eid, ev.to_dict()) for eid, ev in pend.events],
-                                         message=message, drop_if_deleted=True)
+                adopted[name] = tx.adopt(name, pend.base, pend.events, message=message,
+                                         drop_if_deleted=True)
         for name, br in adopted.items():
             del self.pending[name]
             if br.dropped:  # the branch was deleted meanwhile: our events go with it
