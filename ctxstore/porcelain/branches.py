@@ -26,8 +26,8 @@ def list_branches(repo: Repository) -> tuple[str | None, dict[str, str]]:
     return cur.branch, repo.branches(cur.session)
 
 
-def create_branch(repo: Repository, name: str, rev: str | None = None) -> tuple[str, str]:
-    """A new branch NAME at REV (default HEAD) in HEAD's session; returns (ref, tip)."""
+def _new_branch(repo: Repository, name: str, rev: str | None) -> tuple[str, str]:
+    """(ref, tip) of a branch NAME that may be created at REV (default HEAD) in its session."""
     check_branch_name(name)
     tip = resolve_event(repo, rev or HEAD)
     session = session_of(repo, tip)
@@ -35,6 +35,12 @@ def create_branch(repo: Repository, name: str, rev: str | None = None) -> tuple[
     ref = branch_ref(session, name)
     if repo.refs.read(ref) is not None:
         raise BadRevision(f"branch {name!r} already exists")
+    return ref, tip
+
+
+def create_branch(repo: Repository, name: str, rev: str | None = None) -> tuple[str, str]:
+    """A new branch NAME at REV (default HEAD) in HEAD's session; returns (ref, tip)."""
+    ref, tip = _new_branch(repo, name, rev)
     with repo.transaction(message=f"branch: created from {rev or 'HEAD'}") as tx:
         tx.create_ref(ref, tip)
     return ref, tip
@@ -58,13 +64,7 @@ def delete_branch(repo: Repository, name: str) -> str:
 def fork(repo: Repository, name: str, at: str | None = None) -> tuple[str, str]:
     """A new branch at REV (default HEAD) and switch to it, as one operation; the old branch is
     untouched."""
-    check_branch_name(name)
-    tip = resolve_event(repo, at or HEAD)
-    session = session_of(repo, tip)
-    repo.check_same_session(tip, session, at or HEAD)
-    ref = branch_ref(session, name)
-    if repo.refs.read(ref) is not None:
-        raise BadRevision(f"branch {name!r} already exists")
+    ref, tip = _new_branch(repo, name, at)
     with repo.transaction(message=f"fork: {name} from {at or 'HEAD'}") as tx:
         tx.create_ref(ref, tip, message=f"branch: created from {at or 'HEAD'}")
         tx.set_head(ref=ref, message=f"fork: moving to {name}")
