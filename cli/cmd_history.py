@@ -10,7 +10,6 @@ import click
 
 from ctxstore.clock import iso_from_ms, parse_when
 from ctxstore.porcelain import compaction as pco
-from ctxstore.porcelain import context as pc
 from ctxstore.porcelain import history as ph
 from ctxstore.porcelain.search import EventFilter, grep, grep_tips, visible_parents
 from ctxstore.refs import split_branch_ref
@@ -234,6 +233,8 @@ def diff_cmd(state, a: str, b: str, stat: bool, as_json: bool) -> None:
       ctx diff main try-b --json | jq '.state'
     """
     d = ph.diff(state.repo, a, b)
+    from ctxstore.porcelain import context as pc  # state projection: only `diff` needs it
+
     sdiff = pc.state_diff_at(state.repo, a, b)
     if as_json:
         emit_json({**d.to_dict(), "state": sdiff})

@@ -3,27 +3,28 @@
 Every command module registers itself on `cli`; each command parses its options, calls one
 porcelain function, and renders text or --json. A CtxError becomes one line on stderr and its
 exit code — here and nowhere else.
+
+Start-up is lazy: only the invoked command's module is imported (commands.py says which), and
+`ctx --help` lists the commands from that table without importing any of them.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from typing import TYPE_CHECKING
 
 import click
 
 from ctxstore import __version__
 from ctxstore.errors import CtxError, IOFailure
-from ctxstore.repo import Repository
-from ctxstore.repo.transaction import command_line
 
 from . import output
+from .commands import COMMANDS
 from .output import COLOR_CHOICES
 
-#: Command modules, in the order `ctx --help` lists their commands' families.
-COMMAND_MODULES = (
-    "cmd_store", "cmd_sessions", "cmd_session", "cmd_history", "cmd_branches", "cmd_context",
-    "cmd_compact", "cmd_import", "cmd_transfer", "cmd_maintenance", "cmd_op", "cmd_demo",
-)
+if TYPE_CHECKING:  # pragma: no cover
+    from ctxstore.repo import Repository
 
 
 class State:
@@ -37,6 +38,9 @@ class State:
     @property
     def repo(self) -> Repository:
         if self._repo is None:
+            from ctxstore.repo import Repository
+            from ctxstore.repo.transaction import command_line
+
             self._repo = Repository.discover(self.store_path)
             self._repo.command = command_line(["ctx", *(self.argv or [])])
         return self._repo
@@ -69,7 +73,23 @@ def _without_store(args: list[str]) -> list[str]:
     return out
 
 
+def command_modules() -> list[str]:
+    """Every `cmd_*` module of this package, found on disk (not from the table)."""
+    package = importlib.import_module(__package__)
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__)
+                  if m.name.startswith("cmd_"))
+
+
+def load_all_commands() -> None:
+    """Import every command module, registering all their commands (docgen, tests, and the
+    fallback for a name the table lacks)."""
+    for name in command_modules():
+        importlib.import_module(f"{__package__}.{name}")
+
+
 class CtxGroup(click.Group):
+    """The `ctx` group: commands load on first use; one error handler for all of them."""
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -87,7 +107,32 @@ class CtxGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)  # registration order groups commands by family
+        extra = [name for name in self.commands if name not in COMMANDS]
+        return list(COMMANDS) + extra  # the table's order groups commands by family
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is not None:  # (an already imported module costs a dict look-up)
+            for module in entry.modules():
+                importlib.import_module(f"{__package__}.{module}")
+        elif cmd_name not in self.commands:  # a typo, or a command the table lacks: look everywhere
+            load_all_commands()
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The Commands section of `ctx --help`, from the table: imports no command module."""
+        rows = [(name, entry.help) for name, entry in COMMANDS.items() if not entry.hidden]
+        rows += [(name, cmd) for name, cmd in self.commands.items()
+                 if name not in COMMANDS and not cmd.hidden]
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        out = []
+        for name, help_ in rows:  # a stand-in Command shortens the table's help as click would
+            cmd = help_ if isinstance(help_, click.Command) else click.Command(name, help=help_)
+            out.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(out)
 
 
 @click.group(cls=CtxGroup, context_settings={"help_option_names": ["-h", "--help"],
@@ -119,14 +164,6 @@ def cli(ctx: click.Context, store_path: str | None, color: str, no_pager: bool) 
     state = State(store_path, ctx.meta.get("ctx.argv"))
     ctx.obj = state
     ctx.call_on_close(state.close)
-
-
-for _name in COMMAND_MODULES:
-    try:
-        importlib.import_module(f"ctxstore.cli.{_name}")
-    except ModuleNotFoundError as _exc:  # a family not built yet must not break the others
-        if _exc.name != f"ctxstore.cli.{_name}":
-            raise
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import blake3
@@ -57,15 +58,46 @@ class TiktokenTokenizer:
             return len(self._enc.encode_ordinary(text.encode("utf-8", "replace").decode("utf-8")))
 
 
+class LazyTokenizer:
+    """A tokenizer made by `load()` on first use (its `name` or a `count`), so that commands
+    which never count tokens (`ctx state`, `trace`, `diff`, …) never pay for loading tiktoken's
+    encoding (hundreds of milliseconds)."""
+
+    def __init__(self, load: Callable[[], Tokenizer]) -> None:
+        self._load: Callable[[], Tokenizer] | None = load
+        self._inner: Tokenizer | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    def _get(self) -> Tokenizer:
+        inner = self._inner
+        if inner is None:
+            inner = self._inner = self._load()
+            self._load = None
+        return inner
+
+    @property
+    def name(self) -> str:
+        return self._get().name
+
+    def count(self, text: str) -> int:
+        return self._get().count(text)
+
+
 class CachedTokenizer:
     """Wraps a tokenizer with an LRU of counts keyed by blake3(text). Same `name` as the inner
     one: caching never changes a count."""
 
     def __init__(self, inner: Tokenizer, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
         self.inner = inner
-        self.name = inner.name
         self.maxsize = maxsize
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+
+    @property
+    def name(self) -> str:  # read through, so a lazy inner tokenizer stays unloaded until used
+        return self.inner.name
 
     def count(self, text: str) -> int:
         if not text:
@@ -92,8 +124,12 @@ def exact_tokenizer() -> Tokenizer | None:
         return None
 
 
+def _load_default() -> Tokenizer:
+    return exact_tokenizer() or EstimateTokenizer()
+
+
 @functools.cache
 def default_tokenizer() -> CachedTokenizer:
     """The process-wide cached tokenizer: exact offline tiktoken if available, else the
-    estimator. Never downloads anything."""
-    return CachedTokenizer(exact_tokenizer() or EstimateTokenizer())
+    estimator. Never downloads anything, and loads nothing until the first count."""
+    return CachedTokenizer(LazyTokenizer(_load_default))

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from ..compaction import (
-    CommandSummarizer,
-    CompactionResult,
-    StructuredSummarizer,
-    compact,
-    merge_branch,
-)
+from typing import TYPE_CHECKING
+
 from ..errors import BadRevision
 from ..objects import Compaction
 from ..repo import Repository
-from .context import manager_at
+
+if TYPE_CHECKING:  # the engine is imported by compact and merge only, not by `ctx log`
+    from ..compaction import CompactionResult
 
 LLM_PREFIX = "llm:"
 
@@ -20,6 +17,8 @@ LLM_PREFIX = "llm:"
 def summarizer_for(spec: str | None):
     """`--summarizer` SPEC: none -> structured; `llm:MODEL` -> that model through the llm
     library (extra `[llm]`); anything else -> an external command."""
+    from ..compaction import CommandSummarizer, StructuredSummarizer
+
     if not spec:
         return StructuredSummarizer()
     if spec.startswith(LLM_PREFIX):
@@ -32,6 +31,9 @@ def summarizer_for(spec: str | None):
 def compact_branch(repo: Repository, rev: str | None = None, *, keep_recent_tokens: int | None = None,
                    summarizer_command: str | None = None, dry_run: bool = False,
                    fallback: bool = False) -> CompactionResult:
+    from ..compaction import StructuredSummarizer, compact
+    from .context import manager_at
+
     cm, eid = manager_at(repo, rev)
     if eid != cm.tip:
         raise BadRevision(f"{rev} is not a branch tip: compact a branch (e.g. `ctx compact main`)")
@@ -42,6 +44,9 @@ def compact_branch(repo: Repository, rev: str | None = None, *, keep_recent_toke
 
 def merge(repo: Repository, branch: str, *, summarizer_command: str | None = None,
           dry_run: bool = False, fallback: bool = False) -> CompactionResult:
+    from ..compaction import StructuredSummarizer, merge_branch
+    from .context import manager_at
+
     cur = repo.current()
     if cur.ref is None or cur.session is None:
         raise BadRevision("HEAD is detached: check out the branch to merge into")
