@@ -2,7 +2,8 @@
 
 For every pack: the header; every record's crc, decompression, declared size, id (blake3 of the
 decompressed body must equal the id in the header) and canonical form; for a sealed pack, that
-its index checksum holds and that index and pack agree both ways. A torn tail at the end of an
+its index checksum holds and that index and pack agree both ways (for an active pack, the same
+of its partial index and the records before its end mark). A torn tail at the end of an
 active pack is the normal state after a crash (the next writer cuts it), so it is not a problem;
 bad bytes with intact records after them are.
 
@@ -26,7 +27,16 @@ from multiprocessing import get_context
 
 from .. import codec
 from ..errors import CorruptObject, CtxError
-from .pack import HEADER_SIZE, Pack, check_header, later_record, read_file_from
+from .pack import (
+    HEADER_SIZE,
+    PIDX_SUFFIX,
+    Pack,
+    check_header,
+    later_record,
+    read_file_from,
+    sibling,
+)
+from .packindex import PartialIndex
 from .packstore import PackStore
 
 #: Records per unit of verification work (and per progress report).
@@ -115,7 +125,8 @@ def _verify_pack(store: PackStore, pack: Pack, pool) -> Iterator[Problem | int]:
         else:
             results.append(((0, 0, 0), _verify_records(data, start, end, store._read, name)))
             yield count
-    index_problems = list(_check_index(pack, found, len(data))) if pack.sealed else []
+    index_problems = list(_check_index(pack, found, len(data)) if pack.sealed
+                          else _check_partial(pack, found, len(data)))
     for (start, end, count), res in results:
         if type(res) is list:
             yield from res
@@ -127,6 +138,43 @@ def _verify_pack(store: PackStore, pack: Pack, pool) -> Iterator[Problem | int]:
         yield count
         yield from problems
     yield from index_problems
+
+
+def _check_partial(pack: Pack, found: dict[bytes, int], pack_len: int) -> Iterator[Problem]:
+    """An active pack's .pidx, if it has one: checksum, end mark within the pack, and the same
+    records as the pack before the end mark, both ways (docs/format.md "Partial indexes").
+    Readers ignore a bad one (they scan instead), so it costs speed, not answers; still a
+    problem, since it means something wrote it wrong."""
+    path = sibling(pack.path, PIDX_SUFFIX)
+    if not os.path.exists(path):
+        return
+    name, index = pack.name, PartialIndex(path)
+    try:
+        end = index.pack_length_checked()
+        if not index.verify_checksum():
+            yield Problem("index", f"partial index of pack {name}: checksum mismatch", pack=name)
+        if end > pack_len:
+            yield Problem("index", f"partial index of pack {name} covers {end} bytes, pack has "
+                                   f"{pack_len}", pack=name)
+        listed = dict(index.entries())
+        before = {raw: off for raw, off in found.items() if off < end}
+        if len(listed) == len(index) and listed == before:
+            return
+        for raw, off in index.entries():
+            if before.get(raw) != off:
+                yield Problem("index", f"partial index of pack {name} names {raw.hex()} at offset "
+                                       f"{off}, where the pack has no such record",
+                              raw.hex(), name, off)
+        for raw in before.keys() - listed.keys():
+            yield Problem("index", f"object {raw.hex()} in pack {name} at offset {before[raw]} "
+                                   f"is missing from its partial index", raw.hex(), name,
+                          before[raw])
+    except FileNotFoundError:  # sealed meanwhile: the .idx is checked next time
+        return
+    except CtxError as exc:
+        yield Problem("index", f"partial index of pack {name}: {exc}", pack=name)
+    finally:
+        index.close()
 
 
 def _walk(data, sealed: bool, name: str, found: dict[bytes, int]) -> Iterator:

@@ -1,13 +1,16 @@
 """Pack files: a small header followed by codec records back to back, and reading them.
 
 A pack is append-only while it is *active* (no .idx beside it) and immutable once *sealed* (its
-.idx exists). Record framing is exactly `codec.encode_record`; this module only knows the pack
-header, how to walk records, and how to tell a torn tail (a crash mid-append) from damage in the
-middle of a pack. See docs/format.md "Packs" and "Crash recovery".
+.idx exists). An active pack may have a partial index (.pidx) locating its records before an end
+mark, so that readers scan only the tail after it. Record framing is exactly
+`codec.encode_record`; this module only knows the pack header, how to walk records, and how to
+tell a torn tail (a crash mid-append) from damage in the middle of a pack. See docs/format.md
+"Packs", "Partial indexes" and "Crash recovery".
 """
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import struct
@@ -16,7 +19,7 @@ from collections.abc import Iterator
 from .. import codec
 from ..errors import CorruptObject, CorruptStore
 from ..lockfile import fsync_dir
-from .packindex import PackIndex
+from .packindex import PackIndex, PartialIndex
 from .writerlock import try_lock
 
 MAGIC = b"CPAK"
@@ -24,14 +27,30 @@ VERSION = 1
 _HEADER = struct.Struct("<4sI")
 HEADER = _HEADER.pack(MAGIC, VERSION)
 HEADER_SIZE = _HEADER.size
-PREFIX, PACK_SUFFIX, IDX_SUFFIX = "pack-", ".pack", ".idx"
+PREFIX, PACK_SUFFIX, IDX_SUFFIX, PIDX_SUFFIX = "pack-", ".pack", ".idx", ".pidx"
 _RECORD_START = codec.RECORD_MAGIC + bytes([codec.RECORD_VERSION])
+_STORED_LEN = struct.Struct("<I").unpack_from
+#: First read of a record found by a partial index: most records fit, others take a second.
+_FIRST_READ = 4096
 
 
 def pack_name(path: str) -> str:
     """`pack-<hex>` of a pack or index path."""
     base = os.path.basename(path)
     return base[:base.rindex(".")]
+
+
+def sibling(pack_path: str, suffix: str) -> str:
+    """The `.idx` or `.pidx` path of a pack path."""
+    return pack_path[:-len(PACK_SUFFIX)] + suffix
+
+
+def remove_partial_index(pack_path: str) -> None:
+    """Delete a pack's .pidx if there is one (after its .idx exists or the pack is gone)."""
+    try:
+        os.unlink(sibling(pack_path, PIDX_SUFFIX))
+    except FileNotFoundError:
+        pass
 
 
 def check_header(head: bytes, path: str) -> None:
@@ -135,21 +154,47 @@ def read_file_from(fd: int, start: int) -> bytes:
 
 
 class Pack:
-    """A pack as a reader sees it: sealed (index + mmap) or active (scanned map + pread)."""
+    """A pack as a reader sees it: sealed (index + mmap) or active (partial index for the
+    records before its end mark, a scanned map for the tail after it, pread)."""
 
     def __init__(self, path: str, sealed: bool) -> None:
         self.path = path
         self.name = pack_name(path)
         self.where = f" in pack {self.name}"
-        self.index: PackIndex | None = PackIndex(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX) if sealed else None
+        self.index: PackIndex | None = PackIndex(sibling(path, IDX_SUFFIX)) if sealed else None
         self._fd: int | None = None
         self._mm: mmap.mmap | None = None
-        self.offsets: dict[str, tuple[int, int]] = {}  # active packs: id -> (offset, size)
+        #: active packs: the .pidx, once opened (None: none, or not valid); see `load_partial`
+        self.partial: PartialIndex | None = None
+        self._partial_tried = False
+        self.offsets: dict[str, tuple[int, int]] = {}  # active packs' tail: id -> (offset, size)
         self.scanned = HEADER_SIZE
 
     @property
     def sealed(self) -> bool:
         return self.index is not None
+
+    @property
+    def indexed_end(self) -> int:
+        """End mark of the partial index: records before it need no scan."""
+        return self.partial.pack_length if self.partial is not None else HEADER_SIZE
+
+    def load_partial(self) -> int:
+        """Open this active pack's .pidx, if it has a valid one, and return its end mark
+        (HEADER_SIZE if none). Invalid (unreadable, or claiming more than the pack holds) means
+        ignored: the pack is then scanned from its header, which gives the same answers."""
+        self._partial_tried = True
+        index = PartialIndex(sibling(self.path, PIDX_SUFFIX))
+        try:
+            end = index.pack_length_checked()
+            if end > os.fstat(self.fd()).st_size:
+                raise CorruptStore(f"{index.path} covers {end} bytes, more than the pack holds")
+        except (FileNotFoundError, CorruptStore):
+            index.close()
+            self.partial = None
+            return HEADER_SIZE
+        self.partial = index
+        return end
 
     def fd(self) -> int:
         if self._fd is None:
@@ -164,25 +209,33 @@ class Pack:
         return self._mm
 
     def seal_with(self, index: PackIndex) -> None:
-        """Another process sealed this pack: switch to its index, drop the scanned map."""
-        self.index, self.offsets = index, {}
+        """This pack was sealed: switch to its index, drop the partial index and scanned map."""
+        self.index, self.offsets, self.partial = index, {}, None
 
     def refresh(self) -> int:
-        """Scan records appended since the last scan; returns how many were found."""
+        """Scan records appended since the last scan (the first time: from the partial index's
+        end mark); returns how many were found (or became known through the partial index)."""
+        known = 0
+        if not self._partial_tried and self.scanned == HEADER_SIZE:
+            self.scanned = self.load_partial()
+            known = len(self.partial) if self.partial is not None else 0
         tail = read_file_from(self.fd(), self.scanned)
         entries, end = scan(tail, 0, self.scanned)
         offsets = self.offsets
         for hex_id, off, size in entries:
             offsets.setdefault(hex_id, (off, size))
         self.scanned = end
-        return len(entries)
+        return known + len(entries)
 
     def locate(self, hex_id: str, raw: bytes) -> int:
         """Offset of a record in this pack, or -1 (active packs: only what has been scanned)."""
         if self.index is not None:
             return self.index.find(raw)
         hit = self.offsets.get(hex_id)
-        return -1 if hit is None else hit[0]
+        if hit is not None:
+            return hit[0]
+        partial = self.partial
+        return partial.find(raw) if partial is not None else -1
 
     def read(self, hex_id: str, offset: int, reader, raw: bytes | None = None) -> tuple[str, bytes]:
         """(type, body) of the record at `offset`, verified: crc, header id, size.
@@ -192,7 +245,8 @@ class Pack:
             if self.index is not None:
                 buf, pos = (self._mm if self._mm is not None else self.data()), offset
             else:
-                buf = os.pread(self.fd(), self.offsets[hex_id][1], offset)
+                hit = self.offsets.get(hex_id)
+                buf = self._pread_record(offset) if hit is None else os.pread(self.fd(), hit[1], offset)
                 pos = 0
             code, raw_id, body, _ = reader(buf, pos)
             if raw_id != (raw if raw is not None else bytes.fromhex(hex_id)):
@@ -202,20 +256,42 @@ class Pack:
             raise CorruptObject(f"object {hex_id}{self.where} at offset {offset}: {exc}",
                                 id=hex_id, pack=self.name, offset=offset) from None
 
+    def _pread_record(self, offset: int) -> bytes:
+        """The record at `offset` of an active pack, located by the partial index (which does
+        not record sizes): its header first, then the rest if it is longer than one read."""
+        fd = self.fd()
+        buf = os.pread(fd, _FIRST_READ, offset)
+        if len(buf) >= codec.RECORD_HEAD_SIZE:
+            size = codec.RECORD_HEAD_SIZE + _STORED_LEN(buf, 16)[0]
+            if size > len(buf):
+                buf = os.pread(fd, size, offset)
+        return buf
+
     def ids(self) -> Iterator[str]:
         if self.index is not None:
             return self.index.ids()
-        return iter(list(self.offsets))
+        tail = list(self.offsets)
+        if self.partial is None:
+            return iter(tail)
+        return itertools.chain(self.partial.ids(), (i for i in tail if self.partial.find(bytes.fromhex(i)) < 0))
 
     def with_prefix(self, prefix: str) -> Iterator[str]:
         if self.index is not None:
             return self.index.with_prefix(prefix)
-        return iter(sorted(i for i in self.offsets if i.startswith(prefix)))
+        found = {i for i in self.offsets if i.startswith(prefix)}
+        if self.partial is not None:
+            found.update(self.partial.with_prefix(prefix))
+        return iter(sorted(found))
 
     def count(self) -> int:
-        return len(self.index) if self.index is not None else len(self.offsets)
+        if self.index is not None:
+            return len(self.index)
+        return len(self.offsets) + (len(self.partial) if self.partial is not None else 0)
 
     def close(self) -> None:
+        if self.partial is not None:
+            self.partial.close()
+            self.partial = None
         if self.index is not None:
             self.index.close()
         if self._mm is not None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from .. import codec
 from ..errors import CorruptObject
 from ..lockfile import fsync_dir, write_file_atomically
-from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
+from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack, remove_partial_index
 from .packindex import build_index
 from .writerlock import try_lock
 
@@ -103,6 +103,7 @@ def _merge(paths: list[str], packs_dir: str) -> list[str]:
     for path in merged:
         os.unlink(path)
         os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+        remove_partial_index(path)  # left by a crash between sealing and its removal
     fsync_dir(packs_dir)
     return merged
 

@@ -57,6 +57,54 @@ def build_index(entries: list[tuple[bytes, int]], pack_length: int) -> bytes:
     return data + blake3.blake3(data).digest()
 
 
+def merge_index(base: PackIndex | None, entries: list[tuple[bytes, int]], pack_length: int) -> bytes:
+    """`build_index(base's entries + entries, pack_length)`, byte for byte, without re-sorting
+    the base: the new entries are sorted and spliced into the base's id and offset arrays.
+
+    What a writer uses to extend an active pack's partial index (or seal it) after a group
+    commit: the cost is one read of the base plus a search per new entry, not a sort of the
+    whole pack. An id already in the base keeps the base's offset (its first record), as in
+    `build_index`'s "a duplicate id keeps one offset" (here: the earlier one)."""
+    count = len(base) if base is not None else 0
+    if count == 0:
+        return build_index(entries, pack_length)
+    fanout = base._fanout
+    body = base._bytes(IDS_START, IDS_START + 40 * count)  # ids, then offsets
+    ids_end, new = 32 * count, []
+    for raw, off in sorted(dict(reversed(entries)).items()):
+        pos = _position(body, fanout[raw[0]], fanout[raw[0] + 1], raw)
+        if pos == count or body[32 * pos:32 * pos + 32] != raw:
+            new.append((raw, off, pos))
+    counts = [0] * 256
+    for raw, _, _ in new:
+        counts[raw[0]] += 1
+    out_fanout, total = [], 0
+    for b, c in enumerate(counts):
+        total += c
+        out_fanout.append(fanout[b + 1] + total)
+    ids, offs, prev = [], [], 0
+    for raw, off, pos in new:
+        ids += (body[32 * prev:32 * pos], raw)
+        offs += (body[ids_end + 8 * prev:ids_end + 8 * pos], _OFFSET.pack(off))
+        prev = pos
+    ids.append(body[32 * prev:ids_end])
+    offs.append(body[ids_end + 8 * prev:])
+    data = b"".join([_HEAD.pack(MAGIC, VERSION, pack_length), _FANOUT.pack(*out_fanout),
+                     *ids, *offs])
+    return data + blake3.blake3(data).digest()
+
+
+def _position(ids: bytes, lo: int, hi: int, key: bytes) -> int:
+    """Where `key` sorts among the 32-byte ids `ids[32*lo:32*hi]` (bisect_left)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ids[32 * mid:32 * mid + 32] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 class PackIndex:
     """Read-only view of one .idx file, mapped on first use and searched by fan-out + bisect."""
 
@@ -92,6 +140,13 @@ class PackIndex:
         self.pack_length = pack_length
         self._mm = mm
         return mm
+
+    def pack_length_checked(self) -> int:
+        """The pack length this index covers, after the checks of opening it (magic, version,
+        size); raises FileNotFoundError or CorruptStore."""
+        if self._mm is None:
+            self._open()
+        return self.pack_length
 
     def __len__(self) -> int:
         if self._mm is None:
@@ -155,6 +210,12 @@ class PackIndex:
             else:
                 hi = mid
         return -1
+
+    def _bytes(self, start: int, end: int) -> bytes:
+        mm = self._mm
+        if mm is None:
+            mm = self._open()
+        return mm[start:end]
 
     def _load_prefixes(self, mm: mmap.mmap) -> array:
         """The first 8 bytes of every id, as big-endian numbers (so sorted like the ids)."""
@@ -221,3 +282,159 @@ class PackIndex:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
+
+
+class PartialIndex(PackIndex):
+    """An active pack's .pidx, read with pread and never mapped.
+
+    Same file format and answers as PackIndex. Not mapped because a reader that maps it pays
+    for it in resident memory: the kernel maps the pages around each one a lookup touches, so a
+    few dozen lookups make most of a 4 MB index resident, and a reader's peak memory would grow
+    with the pack — what partial indexes exist to prevent. A lookup here is an interpolation
+    step or two (one 32-byte pread each) and one pread of at most `WINDOW` ids.
+    """
+
+    __slots__ = ("_fd",)
+    WINDOW = 64
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        super().__init__(path)
+        self._fd: int | None = None
+
+    def _open(self) -> None:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            if size < IDS_START + TRAILER_SIZE:
+                raise CorruptStore(f"index {self.path} is truncated ({size} bytes)", path=self.path)
+            head = os.pread(fd, IDS_START, 0)
+            magic, version, pack_length = _HEAD.unpack_from(head, 0)
+            if magic != MAGIC:
+                raise CorruptStore(f"index {self.path} has a bad magic", path=self.path)
+            if version != VERSION:
+                raise CorruptStore(f"index {self.path} has unsupported version {version}",
+                                   path=self.path)
+            fanout = _FANOUT.unpack_from(head, HEAD_SIZE)
+            count = fanout[255]
+            if size != IDS_START + 40 * count + TRAILER_SIZE:
+                raise CorruptStore(f"index {self.path}: size {size} does not match {count} "
+                                   f"entries", path=self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fanout = (0,) + fanout
+        self._count = count
+        self._offsets_at = IDS_START + 32 * count
+        self.pack_length = pack_length
+        self._fd = fd
+
+    def _bytes(self, start: int, end: int) -> bytes:
+        if self._fd is None:
+            self._open()
+        out = os.pread(self._fd, end - start, start)
+        if len(out) != end - start:
+            raise CorruptStore(f"index {self.path} is shorter than it says", path=self.path)
+        return out
+
+    def pack_length_checked(self) -> int:
+        if self._fd is None:
+            self._open()
+        return self.pack_length
+
+    def __len__(self) -> int:
+        if self._fd is None:
+            self._open()
+        return self._count
+
+    def _offset(self, i: int) -> int:
+        return _OFFSET.unpack(self._bytes(self._offsets_at + 8 * i, self._offsets_at + 8 * i + 8))[0]
+
+    def find(self, key: bytes) -> int:
+        """As PackIndex.find. A writer probes its pack for every object it puts (mostly
+        misses): past `count / 256` lookups the ids' first 8 bytes are read into an array, so a
+        miss costs a C bisect and no system call."""
+        if self._fd is None:
+            self._open()
+        b = key[0]
+        lo, hi = self._fanout[b], self._fanout[b + 1]
+        kv = _U64(key)[0]
+        prefixes = self._prefixes
+        if prefixes is None:
+            self._lookups += 1
+            if self._lookups > self._count >> 8:
+                prefixes = self._prefixes = self._read_prefixes()
+        if prefixes is not None:
+            lo = bisect_left(prefixes, kv, lo, hi)
+            while lo < hi and prefixes[lo] == kv:
+                p = IDS_START + (lo << 5)
+                cand = self._bytes(p, p + 32)
+                if cand == key:
+                    return self._offset(lo)
+                if cand > key:
+                    return -1
+                lo += 1
+            return -1
+        vlo, vhi = b << 56, (b + 1) << 56
+        while hi - lo > self.WINDOW and vlo < vhi:
+            est = min(lo + (kv - vlo) * (hi - lo) // (vhi - vlo), hi - 1)
+            p = IDS_START + (est << 5)
+            cand = self._bytes(p, p + 32)
+            if cand < key:
+                lo, vlo = est + 1, _U64(cand)[0]
+            elif cand == key:
+                return self._offset(est)
+            else:
+                hi, vhi = est, _U64(cand)[0]
+        if lo >= hi:
+            return -1
+        window = self._bytes(IDS_START + 32 * lo, IDS_START + 32 * hi)
+        i = _position(window, 0, hi - lo, key)
+        if i < hi - lo and window[32 * i:32 * i + 32] == key:
+            return self._offset(lo + i)
+        return -1
+
+    def _read_prefixes(self) -> array:
+        ids = self._bytes(IDS_START, IDS_START + 32 * self._count)
+        with memoryview(ids) as view, view.cast("Q") as words, words[::4] as firsts:
+            out = array("Q", firsts.tobytes())
+        if sys.byteorder == "little":
+            out.byteswap()
+        return out
+
+    def with_prefix(self, prefix: str) -> Iterator[str]:
+        if self._fd is None:
+            self._open()
+        low = bytes.fromhex((prefix + "0" * 64)[:64])
+        lo, hi = self._fanout[low[0]], self._fanout[low[0] + 1]
+        ids = self._bytes(IDS_START + 32 * lo, IDS_START + 32 * hi)
+        for i in range(_position(ids, 0, hi - lo, low), hi - lo):
+            hex_id = ids[32 * i:32 * i + 32].hex()
+            if not hex_id.startswith(prefix):
+                return
+            yield hex_id
+
+    def entries(self) -> Iterator[tuple[bytes, int]]:
+        count = len(self)
+        body = self._bytes(IDS_START, IDS_START + 40 * count)
+        offsets = struct.unpack_from(f"<{count}Q", body, 32 * count)
+        return zip([body[p:p + 32] for p in range(0, 32 * count, 32)], offsets, strict=True)
+
+    def ids(self) -> Iterator[str]:
+        count = len(self)
+        ids = self._bytes(IDS_START, IDS_START + 32 * count)
+        return (ids[p:p + 32].hex() for p in range(0, 32 * count, 32))
+
+    def verify_checksum(self) -> bool:
+        if self._fd is None:
+            self._open()
+        size = os.fstat(self._fd).st_size
+        body = self._bytes(0, size - TRAILER_SIZE)
+        return blake3.blake3(body).digest() == self._bytes(size - TRAILER_SIZE, size)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:  # dropped by a writer while another thread may still search it
+        self.close()

@@ -4,10 +4,12 @@ Layout under the store directory (docs/format.md "Packs"):
 
     packs/pack-<hex>.pack   header + records (codec.encode_record framing)
     packs/pack-<hex>.idx    present once the pack is sealed (see packindex.py)
+    packs/pack-<hex>.pidx   an active pack's partial index: its records before an end mark
     dicts                   one line per trained zstd dictionary: "<zstd dict id> <zdict object id>"
 
 Opening reads one directory listing and nothing else: indexes are mapped on first lookup and
-active packs are scanned on the first lookup that misses every sealed pack. A writer exists
+active packs are scanned on the first lookup that misses every sealed pack — only their tail
+after the partial index's end mark, so what a reader scans stays bounded at any store size. A writer exists
 only once something is put; it takes over an unlocked active pack before creating a new one,
 so a stream of one-object processes (`ctx append`) keeps appending to the same pack.
 """
@@ -26,7 +28,7 @@ from .gclock import GcLock, create_lock_file
 from .pack import IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
 from .packconsolidate import consolidate
 from .packindex import PackIndex
-from .packwriter import PackWriter, check_durability
+from .packwriter import INDEX_AT_CLOSE, INDEX_EVERY, PackWriter, check_durability
 
 DEFAULT_SEAL_SIZE = 32 * 1024 * 1024
 DEFAULT_MAX_PACKS = 8
@@ -41,7 +43,8 @@ class PackStore(ObjectStore):
     def __init__(self, path: str | os.PathLike, durability: str = "batch", create: bool = True,
                  *, seal_size: int = DEFAULT_SEAL_SIZE, max_packs: int = DEFAULT_MAX_PACKS,
                  dict_samples: int = DICT_SAMPLES, level: int = 3, sync_interval: float = 0.1,
-                 sync_objects: int = 100) -> None:
+                 sync_objects: int = 100, index_every: int = INDEX_EVERY,
+                 index_at_close: int = INDEX_AT_CLOSE) -> None:
         self.path = os.fspath(path)
         self.durability = check_durability(durability)
         self.packs_dir = os.path.join(self.path, "packs")
@@ -54,7 +57,7 @@ class PackStore(ObjectStore):
             raise InvalidInput("seal_size must be >= 1024 and max_packs >= 2")
         self.seal_size, self.max_packs, self.level = seal_size, max_packs, level
         self._dict_samples = dict_samples
-        self._sync = (sync_interval, sync_objects)
+        self._sync = (sync_interval, sync_objects, index_every, index_at_close)
         self._packs: dict[str, Pack] = {}
         self._order: list[Pack] = []
         self._dicts: dict[int, str] = {}

@@ -5,6 +5,10 @@ crash of the process loses nothing the OS has). What is *durable* depends on the
 setting: "always" fdatasyncs per record; "batch" (default) lets a daemon thread fdatasync at most
 `sync_interval` seconds or `sync_objects` records after a write; "never" leaves it to the OS.
 `flush()` makes everything written so far durable in "batch" and "always" modes.
+
+The writer also keeps the pack's partial index (.pidx) current, so that no reader scans more
+than a bounded tail: after a sync that leaves `index_every` bytes unindexed, and at close when
+`index_at_close` bytes are (docs/format.md "Partial indexes").
 """
 
 from __future__ import annotations
@@ -19,19 +23,25 @@ from .pack import (
     HEADER,
     HEADER_SIZE,
     IDX_SUFFIX,
-    PACK_SUFFIX,
+    PIDX_SUFFIX,
     Pack,
     check_header,
     create_pack,
     good_end,
     later_record,
     read_file_from,
+    remove_partial_index,
     scan,
+    sibling,
 )
-from .packindex import PackIndex, build_index
+from .packindex import PackIndex, PartialIndex, merge_index
 from .writerlock import open_locked
 
 DURABILITY = ("always", "batch", "never")
+#: Unindexed bytes after which a sync also extends the partial index.
+INDEX_EVERY = 1024 * 1024
+#: Unindexed bytes a writer leaves behind at close without indexing them.
+INDEX_AT_CLOSE = 64 * 1024
 
 
 def check_durability(durability: str) -> str:
@@ -41,26 +51,28 @@ def check_durability(durability: str) -> str:
 
 
 def idx_path(pack_path: str) -> str:
-    return pack_path[:-len(PACK_SUFFIX)] + IDX_SUFFIX
+    return sibling(pack_path, IDX_SUFFIX)
 
 
-def recover(fd: int, path: str) -> tuple[dict[str, tuple[int, int]], int] | None:
-    """Scan a locked active pack and cut a torn tail: (id -> (offset, size), end).
+def recover(fd: int, path: str, start: int = HEADER_SIZE) -> tuple[dict[str, tuple[int, int]], int] | None:
+    """Scan a locked active pack from `start` (its partial index's end mark) and cut a torn
+    tail: (id -> (offset, size) of the records from `start`, end).
 
     None if the pack is damaged in the middle (intact records follow a bad one): truncating
     would destroy them, so such a pack is left alone for fsck and never appended to.
     """
-    data = read_file_from(fd, 0)
-    check_header(data, path)
-    if len(data) < HEADER_SIZE:
+    head = os.pread(fd, HEADER_SIZE, 0)
+    check_header(head, path)
+    if len(head) < HEADER_SIZE:
         os.ftruncate(fd, 0)
         os.pwrite(fd, HEADER, 0)
         os.fsync(fd)
         return {}, HEADER_SIZE
-    entries, end = scan(data, HEADER_SIZE)
-    end, keep = good_end(data, entries, end)
-    if end < len(data):
-        if later_record(data, end) >= 0:
+    data = read_file_from(fd, start)
+    entries, end = scan(data, 0, start)
+    end, keep = good_end(data, entries, end, start)
+    if end < start + len(data):
+        if later_record(data, end - start) >= 0:
             return None
         os.ftruncate(fd, end)
         os.fsync(fd)
@@ -70,30 +82,76 @@ def recover(fd: int, path: str) -> tuple[dict[str, tuple[int, int]], int] | None
     return offsets, end
 
 
-def seal(fd: int, pack: Pack, end: int) -> PackIndex:
-    """Write the index of a locked pack: pack data durable first, then the index (fsync+rename)."""
-    os.fdatasync(fd)
-    entries = [(bytes.fromhex(hex_id), off) for hex_id, (off, _) in pack.offsets.items()]
-    path = idx_path(pack.path)
+def take_over(fd: int, pack: Pack) -> bool:
+    """Prepare a locked active pack for appending or sealing: its partial index (re-read: the
+    previous writer may have extended it), then recovery of the tail after its end mark.
+    False if the pack is damaged in the middle (see `recover`)."""
+    if pack.partial is not None:
+        pack.partial.close()
+    start = pack.load_partial()
+    found = recover(fd, pack.path, start)
+    if found is None:
+        return False
+    pack.offsets, pack.scanned = found
+    return True
+
+
+def _tail_entries(pack: Pack, end: int) -> list[tuple[bytes, int]]:
+    return [(bytes.fromhex(hex_id), off) for hex_id, (off, _) in list(pack.offsets.items())
+            if off < end]
+
+
+def _write_index(path: str, data: bytes, fsync: bool = True) -> None:
     try:
-        os.unlink(path + ".lock")  # we hold the pack's flock: such a lock is from a dead sealer
+        os.unlink(path + ".lock")  # we hold the pack's flock: such a lock is from a dead writer
     except FileNotFoundError:
         pass
-    write_file_atomically(path, build_index(entries, end))
+    write_file_atomically(path, data, fsync=fsync)
+
+
+def seal(fd: int, pack: Pack, end: int) -> PackIndex:
+    """Write the index of a locked pack: pack data durable first, then the index (fsync+rename),
+    then remove the partial index it supersedes."""
+    os.fdatasync(fd)
+    path = idx_path(pack.path)
+    _write_index(path, merge_index(pack.partial, _tail_entries(pack, end), end))
     index = PackIndex(path)
     pack.seal_with(index)
+    remove_partial_index(pack.path)
     return index
+
+
+def extend_partial(pack: Pack, end: int, fsync: bool = True) -> None:
+    """Write the partial index of a locked active pack up to `end` (a record boundary whose
+    bytes the caller has made durable: write ordering rule 7), then use it."""
+    if end <= pack.indexed_end:
+        return
+    path = sibling(pack.path, PIDX_SUFFIX)
+    _write_index(path, merge_index(pack.partial, _tail_entries(pack, end), end), fsync)
+    index = PartialIndex(path)
+    index.pack_length_checked()
+    # the new index first, then drop what it covers from the scanned map: a concurrent lookup
+    # in this process finds an id in one or the other (the old index is left to the collector,
+    # as another thread may be searching it)
+    pack.partial = index
+    offsets = pack.offsets
+    for hex_id, (off, _) in list(offsets.items()):
+        if off < end:
+            offsets.pop(hex_id, None)
 
 
 class PackWriter:
     """Appends records to one locked active pack; syncs them per the durability setting."""
 
     def __init__(self, packs_dir: str, durability: str = "batch", sync_interval: float = 0.1,
-                 sync_objects: int = 100) -> None:
+                 sync_objects: int = 100, index_every: int = INDEX_EVERY,
+                 index_at_close: int = INDEX_AT_CLOSE) -> None:
         self.packs_dir = packs_dir
         self.durability = check_durability(durability)
         self.sync_interval = sync_interval
         self.sync_objects = sync_objects
+        self.index_every = index_every
+        self.index_at_close = index_at_close
         self.pack: Pack | None = None
         self.size = 0
         self._fd: int | None = None
@@ -121,11 +179,9 @@ class PackWriter:
             if os.path.exists(idx_path(pack.path)):  # sealed while we were looking
                 os.close(fd)
                 continue
-            found = recover(fd, pack.path)
-            if found is None:
+            if not take_over(fd, pack):
                 os.close(fd)
                 continue
-            pack.offsets, pack.scanned = found
             os.lseek(fd, pack.scanned, os.SEEK_SET)
             if chosen is None:
                 chosen = (fd, pack)
@@ -171,6 +227,19 @@ class PackWriter:
                     self._cond.notify()
         if self.durability == "always":
             os.fdatasync(fd)
+            if self.size - self.pack.indexed_end >= self.index_every:
+                with self._sync_lock:
+                    self._index_to(self.size)
+        elif self.durability == "never" and self.size - self.pack.indexed_end >= self.index_every:
+            with self._sync_lock:
+                self._index_to(self.size)
+
+    def _index_to(self, end: int) -> None:
+        """Extend the partial index to `end` (caller holds `_sync_lock`; bytes before `end`
+        durable, or durability "never")."""
+        pack = self.pack
+        if pack is not None and not pack.sealed:
+            extend_partial(pack, end, fsync=self.durability != "never")
 
     def _start_syncer(self) -> None:
         self._thread = threading.Thread(target=self._syncer, name="ctxstore-sync", daemon=True)
@@ -199,10 +268,12 @@ class PackWriter:
             return
         with self._sync_lock:
             with self._cond:
-                pending, fd = self._pending, self._fd
+                pending, fd, end = self._pending, self._fd, self.size
                 self._pending = 0
             if pending and fd is not None:
                 os.fdatasync(fd)
+                if self.pack is not None and end - self.pack.indexed_end >= self.index_every:
+                    self._index_to(end)
 
     # -- sealing and release ----------------------------------------------------------------
     def seal(self) -> Pack:
@@ -222,6 +293,9 @@ class PackWriter:
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(timeout=1)
+        with self._sync_lock:  # leave at most `index_at_close` bytes for readers to scan
+            if self.pack is not None and self.size - self.pack.indexed_end >= self.index_at_close:
+                self._index_to(self.size)
         with self._sync_lock, self._cond:
             for fd, _ in self.orphans:
                 os.close(fd)

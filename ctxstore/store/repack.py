@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ..errors import CorruptObject, LockHeld
 from ..lockfile import fsync_dir, write_file_atomically
 from .gclock import GcLock
-from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
+from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PIDX_SUFFIX, PREFIX, Pack, remove_partial_index
 from .packconsolidate import (
     LOCK_NAME,
     _write,  # the same write-all loop consolidation uses
@@ -37,7 +37,7 @@ from .packconsolidate import (
 )
 from .packindex import build_index
 from .packstore import PackStore
-from .packwriter import recover, seal
+from .packwriter import seal, take_over
 from .writerlock import open_locked, try_lock
 
 #: How long gc waits for the processes that have the store open to close it before deleting.
@@ -65,7 +65,7 @@ class RepackResult:
 def store_bytes(packs_dir: str) -> int:
     total = 0
     for name in os.listdir(packs_dir):
-        if name.endswith((PACK_SUFFIX, IDX_SUFFIX)):
+        if name.endswith((PACK_SUFFIX, IDX_SUFFIX, PIDX_SUFFIX)):
             try:
                 total += os.stat(os.path.join(packs_dir, name)).st_size
             except FileNotFoundError:
@@ -115,11 +115,10 @@ def seal_idle(packs_dir: str) -> list[str]:
         try:
             if os.path.exists(idx):
                 continue
-            found = recover(fd, path)
-            if found is None:  # damaged in the middle: left for fsck
-                continue
             pack = Pack(path, sealed=False)
-            pack.offsets, pack.scanned = found
+            if not take_over(fd, pack):  # damaged in the middle: left for fsck
+                pack.close()
+                continue
             seal(fd, pack, pack.scanned)
             pack.close()
             sealed.append(path)
@@ -333,6 +332,7 @@ def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Co
         for path in merged:
             os.unlink(path)
             os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+            remove_partial_index(path)
             res.removed_packs.append(path)
             note("pack-deleted")
         fsync_dir(packs_dir)
