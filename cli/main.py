@@ -11,7 +11,6 @@ Start-up is lazy: only the invoked command's module is imported (commands.py say
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from typing import TYPE_CHECKING
 
 import click
@@ -75,6 +74,8 @@ def _without_store(args: list[str]) -> list[str]:
 
 def command_modules() -> list[str]:
     """Every `cmd_*` module of this package, found on disk (not from the table)."""
+    import pkgutil
+
     package = importlib.import_module(__package__)
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__)
                   if m.name.startswith("cmd_"))

@@ -25,10 +25,21 @@ import blake3
 from . import codec
 from .errors import CorruptObject, InvalidInput
 
-try:  # optional: `pip install ctxstore[chunking]`
-    from pyfastcdc import FastCDC
-except ImportError:  # pragma: no cover - exercised only where pyfastcdc is absent
-    FastCDC = None
+_UNSET: Any = object()
+#: pyfastcdc's FastCDC class, None without the optional `chunking` extra; imported on first use
+#: (`_fastcdc()`), since most commands never store large content and it costs start-up time.
+FastCDC: Any = _UNSET
+
+
+def _fastcdc() -> Any:
+    global FastCDC
+    if FastCDC is _UNSET:
+        try:  # optional: `pip install ctxstore[chunking]`
+            from pyfastcdc import FastCDC as cls
+        except ImportError:  # pragma: no cover - exercised only where pyfastcdc is absent
+            cls = None
+        FastCDC = cls
+    return FastCDC
 
 DEFAULTS = {"threshold": 1 << 20, "min": 64 << 10, "avg": 256 << 10, "max": 1 << 20}
 _READ = 1 << 20
@@ -53,7 +64,7 @@ class ChunkParams:
 
 
 def available() -> bool:
-    return FastCDC is not None
+    return _fastcdc() is not None
 
 
 def whole_id(size: int, pieces) -> str:
@@ -84,17 +95,17 @@ def put_large(store, data: bytes | bytearray | memoryview | BinaryIO,
     params = params or ChunkParams()
     if not isinstance(data, (bytes, bytearray, memoryview)):
         size = _stream_size(data)
-        if size is None or size <= params.threshold or FastCDC is None:
+        if size is None or size <= params.threshold or _fastcdc() is None:
             data = data.read()
         else:
             return _put_chunked(store, data, size, params)
-    if len(data) <= params.threshold or FastCDC is None:
+    if len(data) <= params.threshold or _fastcdc() is None:
         return store.put("blob", bytes(data))
     return _put_chunked(store, data, len(data), params)
 
 
 def _put_chunked(store, source, size: int, params: ChunkParams) -> str:
-    cdc = FastCDC(params.avg, min_size=params.min, max_size=params.max)
+    cdc = _fastcdc()(params.avg, min_size=params.min, max_size=params.max)
     cuts = cdc.cut_buf(source) if isinstance(source, (bytes, bytearray, memoryview)) \
         else cdc.cut_stream(source)
     h = blake3.blake3(codec.id_header("blob", size))

@@ -6,6 +6,7 @@ its id or its bytes: identity is a storage concern and the bytes belong to ctxst
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -31,13 +32,21 @@ class StoredObject:
         raise NotImplementedError
 
 
+#: Types whose classes live in a module that is imported when first needed (objects/__init__).
+_LAZY_TYPES = {"message": "ctxstore.objects.message", "artifact": "ctxstore.objects.message"}
+
+
 def class_for(type_name: str) -> type[StoredObject] | None:
-    return _REGISTRY.get(type_name)
+    cls = _REGISTRY.get(type_name)
+    if cls is None and type_name in _LAZY_TYPES:
+        importlib.import_module(_LAZY_TYPES[type_name])
+        cls = _REGISTRY.get(type_name)
+    return cls
 
 
 def from_stored(type_name: str, value: Any) -> Any:
     """Build the value type for a decoded body; unknown types come back as plain values."""
-    cls = _REGISTRY.get(type_name)
+    cls = class_for(type_name)
     if cls is None:
         return value
     if not isinstance(value, dict):
