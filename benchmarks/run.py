@@ -24,6 +24,7 @@ AREAS = {
     "import": "benchmarks.bench_import",
     "transfer": "benchmarks.bench_transfer",
     "langgraph": "benchmarks.bench_langgraph",
+    "cli": "benchmarks.bench_cli",
 }
 
 
