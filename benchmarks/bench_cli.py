@@ -96,9 +96,10 @@ def _compile(tree: Path) -> None:
 SPAWNER = """
 import json, os, subprocess, sys, time
 for line in sys.stdin:
-    argv, env = json.loads(line)
+    argv, env, cwd = json.loads(line)
     t = time.perf_counter()
-    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
@@ -109,13 +110,14 @@ for line in sys.stdin:
 
 
 class Spawner:
-    def __init__(self) -> None:
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = str(cwd)  # not a checkout: `python -c` puts the cwd first on sys.path
         self.proc = subprocess.Popen([sys.executable, "-c", SPAWNER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def once(self, argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
         """(wall s, cpu s, peak RSS KiB) of one process."""
-        self.proc.stdin.write(json.dumps([argv, env]) + "\n")
+        self.proc.stdin.write(json.dumps([argv, env, self.cwd]) + "\n")
         self.proc.stdin.flush()
         wall, cpu, rss, code, err = json.loads(self.proc.stdout.readline())
         if code != 0:
@@ -160,8 +162,8 @@ def run(quick: bool = False, before: Path | None = None) -> list[dict]:
         _compile(before)
         trees.insert(0, ("before", before))
     _compile(HERE)
-    spawner = Spawner()
     tmp = Path(tempfile.mkdtemp(prefix="ctx-bench-cli-"))
+    spawner = Spawner(tmp)
     rows: list[dict] = []
     try:
         _session(tmp / "small", small)
