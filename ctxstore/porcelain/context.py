@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..chunking import iter_content, put_artifact_content
-from ..context import ContextBundle, to_anthropic, to_openai
 from ..errors import BadRevision, InvalidInput, NotFound
-from ..manager import ContextManager
 from ..objects import Artifact
 from ..refs import HEAD, split_branch_ref
 from ..repo import Repository
 from ..repo.revparse import resolve
 from ..state import AgentState, state_diff
+from ..state.projector import Projector
 from ..trace import stats as stats_of
 from ..trace import trace as trace_of
+
+if TYPE_CHECKING:  # the manager and context compiler load only for `ctx context`
+    from ..context import ContextBundle
+    from ..manager import ContextManager
 
 FORMATS = ("neutral", "openai", "anthropic")
 
@@ -25,12 +27,24 @@ def manager_at(repo: Repository, rev: str | None) -> tuple[ContextManager, str]:
     """A ContextManager for the session REV belongs to (bound to REV's branch when REV names
     one, else to HEAD's branch if it is the same session, else to that session's main), and
     REV's event id."""
+    from ..manager import ContextManager
+
+    sid, branch, eid = locate(repo, rev)
+    return ContextManager(repo, sid, branch), eid
+
+
+def locate(repo: Repository, rev: str | None) -> tuple[str, str, str]:
+    """(session, branch, event id) that `manager_at` binds to, without building a manager:
+    `ctx state`, `trace`, `stats` and `diff` project state and never compile a context."""
     r = resolve(repo, rev or HEAD)
     eid = r.id
     repo.graph.event(eid)  # BadRevision if REV is not an event
     parts = split_branch_ref(r.ref) if r.ref else None
     if parts:
-        return ContextManager(repo, parts[0], parts[1]), eid
+        sid, branch = parts
+        if repo.refs.read(r.ref) is None:
+            raise BadRevision(f"session {sid[:12]} has no branch {branch!r}")
+        return sid, branch, eid
     sid = repo.session_of_event(eid)
     if not sid:
         raise BadRevision(f"{rev}: cannot tell which session it belongs to")
@@ -42,12 +56,12 @@ def manager_at(repo: Repository, rev: str | None) -> tuple[ContextManager, str]:
         branch = "main" if "main" in branches else min(branches)
     else:
         raise BadRevision(f"session {sid[:12]} has no branches")
-    return ContextManager(repo, sid, branch), eid
+    return sid, branch, eid
 
 
 def state(repo: Repository, rev: str | None = None) -> AgentState:
-    cm, eid = manager_at(repo, rev)
-    return cm.project_state(eid)
+    _, _, eid = locate(repo, rev)
+    return Projector(repo).project(eid)
 
 
 def context(repo: Repository, rev: str | None = None, budget: int | None = None,
@@ -59,6 +73,8 @@ def context(repo: Repository, rev: str | None = None, budget: int | None = None,
 
 
 def render_payload(bundle: ContextBundle, fmt: str) -> dict[str, Any]:
+    from ..context import to_anthropic, to_openai
+
     if fmt == "openai":
         return to_openai(bundle)
     if fmt == "anthropic":
@@ -73,13 +89,13 @@ def _first_parent_history(repo: Repository, eid: str):
 
 
 def trace(repo: Repository, rev: str | None = None) -> dict[str, Any]:
-    cm, eid = manager_at(repo, rev)
-    return trace_of(cm.project_state(eid), _first_parent_history(repo, eid))
+    _, _, eid = locate(repo, rev)
+    return trace_of(Projector(repo).project(eid), _first_parent_history(repo, eid))
 
 
 def stats(repo: Repository, rev: str | None = None) -> dict[str, Any]:
-    cm, eid = manager_at(repo, rev)
-    window = int(repo.session(cm.session).config.get("context_window", 0))
+    sid, _, eid = locate(repo, rev)
+    window = int(repo.session(sid).config.get("context_window", 0))
     return stats_of(_first_parent_history(repo, eid), window)
 
 
@@ -88,6 +104,8 @@ def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:
 
 
 def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str = "") -> dict:
+    from ..chunking import put_artifact_content
+
     p = Path(path)
     try:
         with open(p, "rb") as f:  # streamed: a large file is chunked, never held whole
@@ -118,4 +136,6 @@ def cat(repo: Repository, obj: str) -> Iterator[bytes]:
     if kind not in ("blob", "chunks", "content"):
         raise NotFound(f"object {oid[:12]} is a {kind}, not an artifact or blob "
                        f"(use `ctx show` for structured objects)")
+    from ..chunking import iter_content
+
     return iter_content(repo.store, oid, verify=True)

@@ -46,7 +46,9 @@ class Projector:
         chain: list[tuple[str, Event]] = []
         start: AgentState | None = None
         for eid, ev in graph.first_parents(tip):
-            if use_snapshots:
+            # snapshots exist only where they are written: looking elsewhere would cost a
+            # cache-file open per event (hundreds per `ctx state`)
+            if use_snapshots and ev.generation % SNAPSHOT_EVERY == 0:
                 snap = self._load_snapshot(eid)
                 if snap is not None:
                     start = snap
