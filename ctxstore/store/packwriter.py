@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 
 from ..errors import InvalidInput
 from ..lockfile import write_file_atomically
@@ -121,23 +122,30 @@ def seal(fd: int, pack: Pack, end: int) -> PackIndex:
     return index
 
 
-def extend_partial(pack: Pack, end: int, fsync: bool = True) -> None:
+def extend_partial(pack: Pack, end: int, fsync: bool = True,
+                   guard: AbstractContextManager | None = None) -> None:
     """Write the partial index of a locked active pack up to `end` (a record boundary whose
-    bytes the caller has made durable: write ordering rule 7), then use it."""
+    bytes the caller has made durable: write ordering rule 7), then use it.
+
+    `guard` is held while the pack's scanned map is read and trimmed (the writer's append lock:
+    appends go on meanwhile from another thread), not while the index is merged and written."""
     if end <= pack.indexed_end:
         return
+    guard = guard or nullcontext()
+    with guard:
+        entries = _tail_entries(pack, end)
     path = sibling(pack.path, PIDX_SUFFIX)
-    _write_index(path, merge_index(pack.partial, _tail_entries(pack, end), end), fsync)
+    _write_index(path, merge_index(pack.partial, entries, end), fsync)
     index = PartialIndex(path)
     index.pack_length_checked()
-    # the new index first, then drop what it covers from the scanned map: a concurrent lookup
-    # in this process finds an id in one or the other (the old index is left to the collector,
-    # as another thread may be searching it)
-    pack.partial = index
-    offsets = pack.offsets
-    for hex_id, (off, _) in list(offsets.items()):
-        if off < end:
-            offsets.pop(hex_id, None)
+    with guard:
+        # the new index first, then drop what it covers from the scanned map: a concurrent
+        # lookup in this process finds an id in one or the other (the old index is left to the
+        # collector, as another thread may be searching it)
+        pack.partial = index
+        offsets = pack.offsets
+        for hex_id in [h for h, (off, _) in offsets.items() if off < end]:
+            del offsets[hex_id]
 
 
 class PackWriter:
@@ -213,7 +221,7 @@ class PackWriter:
             n = os.write(fd, record)
             if n != len(record):
                 _write_rest(fd, record, n)
-            self.size = off + len(record)
+            self.size = end = off + len(record)
             self.pack.offsets[hex_id] = (off, len(record))
             self.pack.scanned = self.size
             if self.durability == "batch":
@@ -226,20 +234,20 @@ class PackWriter:
                 elif self._pending >= self.sync_objects:
                     self._cond.notify()
         if self.durability == "always":
-            os.fdatasync(fd)
-            if self.size - self.pack.indexed_end >= self.index_every:
+            os.fdatasync(fd)  # everything written up to `end` is durable now
+            if end - self.pack.indexed_end >= self.index_every:
                 with self._sync_lock:
-                    self._index_to(self.size)
-        elif self.durability == "never" and self.size - self.pack.indexed_end >= self.index_every:
+                    self._index_to(end)
+        elif self.durability == "never" and end - self.pack.indexed_end >= self.index_every:
             with self._sync_lock:
-                self._index_to(self.size)
+                self._index_to(end)
 
     def _index_to(self, end: int) -> None:
         """Extend the partial index to `end` (caller holds `_sync_lock`; bytes before `end`
         durable, or durability "never")."""
         pack = self.pack
         if pack is not None and not pack.sealed:
-            extend_partial(pack, end, fsync=self.durability != "never")
+            extend_partial(pack, end, fsync=self.durability != "never", guard=self._cond)
 
     def _start_syncer(self) -> None:
         self._thread = threading.Thread(target=self._syncer, name="ctxstore-sync", daemon=True)
