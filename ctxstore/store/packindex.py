@@ -120,16 +120,26 @@ class PackIndex:
     def _open(self) -> mmap.mmap:
         with open(self.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            if size < IDS_START + TRAILER_SIZE:
-                raise CorruptStore(f"index {self.path} is truncated ({size} bytes)", path=self.path)
+            self._check_size(size)
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        magic, version, pack_length = _HEAD.unpack_from(mm, 0)
+        self._read_head(mm, size)
+        self._mm = mm
+        return mm
+
+    def _check_size(self, size: int) -> None:
+        if size < IDS_START + TRAILER_SIZE:
+            raise CorruptStore(f"index {self.path} is truncated ({size} bytes)", path=self.path)
+
+    def _read_head(self, buf, size: int) -> None:
+        """Check magic, version and size from the first IDS_START bytes in `buf`, then keep the
+        fan-out, count and covered pack length."""
+        magic, version, pack_length = _HEAD.unpack_from(buf, 0)
         if magic != MAGIC:
             raise CorruptStore(f"index {self.path} has a bad magic", path=self.path)
         if version != VERSION:
             raise CorruptStore(f"index {self.path} has unsupported version {version}",
                                path=self.path)
-        fanout = _FANOUT.unpack_from(mm, HEAD_SIZE)
+        fanout = _FANOUT.unpack_from(buf, HEAD_SIZE)
         count = fanout[255]
         if size != IDS_START + 40 * count + TRAILER_SIZE:
             raise CorruptStore(f"index {self.path}: size {size} does not match {count} entries",
@@ -138,8 +148,6 @@ class PackIndex:
         self._count = count
         self._offsets_at = IDS_START + 32 * count
         self.pack_length = pack_length
-        self._mm = mm
-        return mm
 
     def pack_length_checked(self) -> int:
         """The pack length this index covers, after the checks of opening it (magic, version,
@@ -305,27 +313,11 @@ class PartialIndex(PackIndex):
         fd = os.open(self.path, os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
-            if size < IDS_START + TRAILER_SIZE:
-                raise CorruptStore(f"index {self.path} is truncated ({size} bytes)", path=self.path)
-            head = os.pread(fd, IDS_START, 0)
-            magic, version, pack_length = _HEAD.unpack_from(head, 0)
-            if magic != MAGIC:
-                raise CorruptStore(f"index {self.path} has a bad magic", path=self.path)
-            if version != VERSION:
-                raise CorruptStore(f"index {self.path} has unsupported version {version}",
-                                   path=self.path)
-            fanout = _FANOUT.unpack_from(head, HEAD_SIZE)
-            count = fanout[255]
-            if size != IDS_START + 40 * count + TRAILER_SIZE:
-                raise CorruptStore(f"index {self.path}: size {size} does not match {count} "
-                                   f"entries", path=self.path)
+            self._check_size(size)
+            self._read_head(os.pread(fd, IDS_START, 0), size)
         except BaseException:
             os.close(fd)
             raise
-        self._fanout = (0,) + fanout
-        self._count = count
-        self._offsets_at = IDS_START + 32 * count
-        self.pack_length = pack_length
         self._fd = fd
 
     def _bytes(self, start: int, end: int) -> bytes:
