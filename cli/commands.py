@@ -31,8 +31,8 @@ COMMANDS: dict[str, Entry] = {
     "cat-object": Entry("cmd_store", "Print any object (by id, unique prefix, or revision) as "
                                      "JSON: {id, type, content}."),
     "new": Entry("cmd_sessions", "Start a session; HEAD moves to its `main` branch."),
-    "sessions": Entry("cmd_sessions", "List sessions: id, title, branches, event count, last "
-                                      "activity (newest first)."),
+    "sessions": Entry("cmd_sessions", "List sessions, newest first, subagents under the session "
+                                      "that spawned them."),
     "append": Entry("cmd_sessions", "Append an event of EVENT_TYPE to the current branch (or "
                                     "many with --batch)."),
     "status": Entry("cmd_sessions", "Where HEAD is: session, branch, head event, event count."),
