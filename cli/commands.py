@@ -7,7 +7,8 @@ its commands on `cli` with `@cli.command`; this table only says where to find th
 
 Adding a command: define it in `cli/cmd_*.py` as usual and add one line here, in the place
 `ctx --help` should list it. tests/test_cli_lazy.py fails, printing the missing line, when a
-command is not in the table or its help here differs from its docstring's first sentence.
+command is not in the table or its help here differs from its docstring's first sentence;
+`python -m ctxstore.cli.commands` prints the entry of every command as defined now.
 """
 
 from __future__ import annotations
@@ -33,31 +34,30 @@ COMMANDS: dict[str, Entry] = {
     "new": Entry("cmd_sessions", "Start a session; HEAD moves to its `main` branch."),
     "sessions": Entry("cmd_sessions", "List sessions, newest first, subagents under the session "
                                       "that spawned them."),
-    "append": Entry("cmd_sessions", "Append an event of EVENT_TYPE to the current branch (or "
-                                    "many with --batch)."),
+    "append": Entry("cmd_sessions", "Append an event of EVENT_TYPE to the current branch (or many "
+                                    "with --batch)."),
     "status": Entry("cmd_sessions", "Where HEAD is: session, branch, head event, event count."),
     "log": Entry("cmd_history", "Show events newest first from REV (default HEAD)."),
-    "show": Entry("cmd_history", "Show an event or any object (by revision, id or unique "
-                                 "prefix)."),
-    "diff": Entry("cmd_history", "Compare two revisions from their merge base: events only in "
-                                 "A, only in B."),
-    "reflog": Entry("cmd_history", "Every move of a ref, newest first (`ctx reflog [show] "
-                                   "[REF]`); REF@{N} names entry N.", also=("cmd_maintenance",)),
-    "branch": Entry("cmd_branches", "List branches of the current session, create NAME at REV, "
-                                    "or delete NAME with -d."),
+    "show": Entry("cmd_history", "Show an event or any object (by revision, id or unique prefix)."),
+    "diff": Entry("cmd_history", "Compare two revisions from their merge base: events only in A, "
+                                 "only in B."),
+    "reflog": Entry("cmd_history", "Every move of a ref, newest first (`ctx reflog [show] [REF]`);"
+                                   " REF@{N} names entry N.", also=("cmd_maintenance",)),
+    "branch": Entry("cmd_branches", "List branches of the current session, create NAME at REV, or "
+                                    "delete NAME with -d."),
     "fork": Entry("cmd_branches", "Create branch NAME (at HEAD or --at REV) and switch to it; "
                                   "nothing else moves."),
     "checkout": Entry("cmd_branches", "Switch HEAD to branch REV, or detach it at any event."),
     "reset": Entry("cmd_branches", "Roll the current branch back (or forward) to REV."),
-    "state": Entry("cmd_context", "The working state projected from events at REV (default "
-                                  "HEAD): goal, plan, constraints, facts, decisions, files, "
-                                  "errors, open questions."),
+    "state": Entry("cmd_context", "The working state projected from events at REV (default HEAD): "
+                                  "goal, plan, constraints, facts, decisions, files, errors, open "
+                                  "questions."),
     "context": Entry("cmd_context", "What the model would see at REV under a token budget, and "
                                     "why."),
     "trace": Entry("cmd_context", "The reasoning trace at REV: goal, assumptions, decisions, "
                                   "evidence, actions, validation."),
-    "stats": Entry("cmd_context", "Tokens, compaction, tool and context-build counters along "
-                                  "REV's history."),
+    "stats": Entry("cmd_context", "Tokens, compaction, tool and context-build counters along REV's"
+                                  " history."),
     "artifact": Entry("cmd_context", "Large evidence stored whole, outside the prompt."),
     "cat": Entry("cmd_context", "Write the raw bytes of an artifact's content (or a blob) to "
                                 "stdout."),
@@ -66,28 +66,50 @@ COMMANDS: dict[str, Entry] = {
     "merge": Entry("cmd_compact", "Merge BRANCH's conclusions into the current branch: a merge "
                                   "event (second parent = BRANCH's tip) holding a checked summary "
                                   "of what BRANCH did and found, not its raw events."),
-    "import": Entry("cmd_import", "Import Claude Code, Codex or pi transcripts (or ctxstore "
-                                  "JSONL) from files or folders."),
-    "export": Entry("cmd_import", "Write a session (REV may be a session id: every branch) or "
-                                  "one history as JSONL."),
-    "pack": Entry("cmd_transfer", "Write the named branches or sessions (default: HEAD's "
-                                  "session), and everything they reach, to one self-describing, "
-                                  "checksummed FILE; or inspect one with --verify / --list."),
-    "unpack": Entry("cmd_transfer", "Import a pack: everything is verified before anything "
-                                    "becomes visible; refs are created or fast-forwarded by "
+    "import": Entry("cmd_import", "Import Claude Code, Codex or pi transcripts (or ctxstore JSONL)"
+                                  " from files or folders."),
+    "export": Entry("cmd_import", "Write a session (REV may be a session id: every branch) or one "
+                                  "history as JSONL."),
+    "pack": Entry("cmd_transfer", "Write the named branches or sessions (default: HEAD's session),"
+                                  " and everything they reach, to one self-describing, checksummed"
+                                  " FILE; or inspect one with --verify / --list."),
+    "unpack": Entry("cmd_transfer", "Import a pack: everything is verified before anything becomes"
+                                    " visible; refs are created or fast-forwarded by "
                                     "compare-and-swap (a non-fast-forward is refused unless "
                                     "--force)."),
-    "gc": Entry("cmd_maintenance", "Expire reflogs, keep everything reachable from refs, HEAD "
-                                   "and reflogs, rewrite the live objects into a new pack and "
+    "gc": Entry("cmd_maintenance", "Expire reflogs, keep everything reachable from refs, HEAD, "
+                                   "reflogs and the operations of the last 90 days (what `ctx "
+                                   "undo` needs), rewrite the live objects into a new pack and "
                                    "only then delete the old packs."),
-    "fsck": Entry("cmd_maintenance", "Verify every stored object (re-hash, decode, canonical "
-                                     "form, index <-> pack) and that refs and reflogs name "
-                                     "existing objects."),
-    "reflog-expire": Entry("cmd_maintenance", "Prune old reflog entries (all reflogs, or the "
-                                              "named full ref names such as HEAD or "
+    "fsck": Entry("cmd_maintenance", "Verify every stored object (re-hash, decode, canonical form,"
+                                     " index <-> pack) and that refs and reflogs name existing "
+                                     "objects."),
+    "reflog-expire": Entry("cmd_maintenance", "Prune old reflog entries (all reflogs, or the named"
+                                              " full ref names such as HEAD or "
                                               "refs/sessions/SESSION/BRANCH), so gc can remove "
                                               "what only they kept alive.", hidden=True),
+    "op": Entry("cmd_op", "The operation log: every command that moved refs is one operation, "
+                          "newest first."),
+    "undo": Entry("cmd_op", "Revert the newest operation's ref moves, as a new operation: run it "
+                            "again to redo."),
     "demo": Entry("cmd_demo", "Run a scripted coding-agent session (the seed's agent fixing a "
-                              "failing test) through the public API, then show the log graph, "
-                              "the state and the context composition."),
+                              "failing test) through the public API, then show the log graph, the "
+                              "state and the context composition."),
 }
+
+
+def entry_line(name: str, cmd) -> str:
+    """The table line for a real command (what tests/test_cli_lazy.py asks for)."""
+    module = cmd.callback.__module__.rsplit(".", 1)[-1] if cmd.callback else "?"
+    old = COMMANDS.get(name)
+    extra = (", hidden=True" if cmd.hidden else "") + (f", also={old.also!r}" if old and old.also
+                                                       else "")
+    return f'    "{name}": Entry("{module}", {cmd.get_short_help_str(10**6)!r}{extra}),'
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from .main import cli, load_all_commands
+
+    load_all_commands()
+    for _name in [*COMMANDS, *(n for n in cli.commands if n not in COMMANDS)]:
+        print(entry_line(_name, cli.commands[_name]))

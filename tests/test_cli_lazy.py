@@ -16,16 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from ctxstore.cli import main as cli_main
-from ctxstore.cli.commands import COMMANDS
+from ctxstore.cli.commands import COMMANDS, entry_line
 
 HEAVY = ("ctxstore.importers", "ctxstore.compaction", "ctxstore.transfer", "tiktoken",
          "ctxstore.context.tokenizer", "ctxstore.manager", "pygit2")
-
-
-def _entry_line(name: str, cmd: click.Command) -> str:
-    module = cmd.callback.__module__.rsplit(".", 1)[-1] if cmd.callback else "?"
-    hidden = ", hidden=True" if cmd.hidden else ""
-    return f'    "{name}": Entry("{module}", {cmd.get_short_help_str(10**6)!r}{hidden}),'
 
 
 def _subcommands(cmd: click.Command):
@@ -38,13 +32,13 @@ def _subcommands(cmd: click.Command):
 def test_table_lists_every_command_with_its_help():
     cli_main.load_all_commands()  # every cli/cmd_*.py on disk, not only the table's modules
     real = cli_main.cli.commands
-    missing = [_entry_line(n, c) for n, c in real.items() if n not in COMMANDS]
+    missing = [entry_line(n, c) for n, c in real.items() if n not in COMMANDS]
     assert not missing, "add to cli/commands.py COMMANDS:\n" + "\n".join(missing)
     assert not set(COMMANDS) - set(real), f"in the table but not defined: {set(COMMANDS) - set(real)}"
     for name, entry in COMMANDS.items():
         cmd = real[name]
-        assert entry.help == cmd.get_short_help_str(10**6), _entry_line(name, cmd)
-        assert entry.hidden == cmd.hidden, _entry_line(name, cmd)
+        assert entry.help == cmd.get_short_help_str(10**6), entry_line(name, cmd)
+        assert entry.hidden == cmd.hidden, entry_line(name, cmd)
         modules = {f"ctxstore.cli.{m}" for m in entry.modules()}
         # the command, and every subcommand of a group, comes from a module the entry imports
         for c in (cmd, *_subcommands(cmd)):
