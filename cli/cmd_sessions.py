@@ -9,7 +9,6 @@ import click
 from ctxstore.porcelain import sessions as ps
 from ctxstore.porcelain.history import status as status_of
 from ctxstore.porcelain.inputs import open_input
-from ctxstore.porcelain.listing import filter_entries, session_entries, session_filter
 from ctxstore.refs import DEFAULT_BRANCH, branch_ref
 
 from .main import cli
@@ -66,6 +65,9 @@ def sessions_cmd(state, as_json: bool, cwd: str | None, fmt: str | None, pattern
       ctx sessions --cwd ~/src/project --grep 'parser|lexer'
       ctx sessions --json | jq '.[] | select(.depth == 0) | .title'
     """
+    # titles are projected from state: loaded for `ctx sessions`, not for every command here
+    from ctxstore.porcelain.listing import filter_entries, session_entries, session_filter
+
     keep = session_filter(cwd=cwd, format=fmt, grep=pattern, since=since)
     entries = filter_entries(session_entries(state.repo), keep)
     if as_json:

@@ -14,10 +14,8 @@ written. The bytes on disk and their ordering are specified in docs/format.md, "
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterable
@@ -200,7 +198,15 @@ class BranchAppend:
 # The transaction
 # ---------------------------------------------------------------------------------------------
 
+def _hostname() -> str:
+    import socket  # as in default_user: only a transaction that writes needs it
+
+    return socket.gethostname()
+
+
 def default_user() -> str:
+    import getpass  # here, not at the top: every `ctx` command imports this module
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -525,7 +531,7 @@ class Transaction:
                 return
             parent = refs.read_op_head()
             op = Operation(parents=(parent,) if parent else (), time=now_iso(),
-                           user=default_user(), host=socket.gethostname(),
+                           user=default_user(), host=_hostname(),
                            command=self.repo.command or self.command or f"api: {self.message}",
                            description=self._description(moves),
                            changes=tuple((m.ref, m.old, m.new) for m in moves),
