@@ -37,17 +37,25 @@ COMMANDS: dict[str, Entry] = {
     "append": Entry("cmd_sessions", "Append an event of EVENT_TYPE to the current branch (or many "
                                     "with --batch)."),
     "status": Entry("cmd_sessions", "Where HEAD is: session, branch, head event, event count."),
+    "session": Entry("cmd_session", "Rename, tag, remove or restore a whole session."),
     "log": Entry("cmd_history", "Show events newest first from REV (default HEAD)."),
-    "show": Entry("cmd_history", "Show an event or any object (by revision, id or unique prefix)."),
+    "show": Entry("cmd_history", "Show an event (REV, default HEAD) or any object by id or unique "
+                                 "prefix."),
     "diff": Entry("cmd_history", "Compare two revisions from their merge base: events only in A, "
-                                 "only in B."),
+                                 "only in B, and how the projected state differs (goal, plan, "
+                                 "files, facts, errors, ...)."),
+    "grep": Entry("cmd_history", "Search messages, tool calls (names and arguments), tool results "
+                                 "and artifacts of the history from REV (default HEAD), or of "
+                                 "every session with --all."),
     "reflog": Entry("cmd_history", "Every move of a ref, newest first (`ctx reflog [show] [REF]`);"
-                                   " REF@{N} names entry N.", also=("cmd_maintenance",)),
+                                   " REF@{N} names entry N.", also=('cmd_maintenance',)),
     "branch": Entry("cmd_branches", "List branches of the current session, create NAME at REV, or "
                                     "delete NAME with -d."),
     "fork": Entry("cmd_branches", "Create branch NAME (at HEAD or --at REV) and switch to it; "
                                   "nothing else moves."),
-    "checkout": Entry("cmd_branches", "Switch HEAD to branch REV, or detach it at any event."),
+    "checkout": Entry("cmd_branches", "Switch HEAD to branch REV, to a session's `main` branch "
+                                      "(REV a session id or unique prefix, as `ctx sessions` lists"
+                                      " them), or detach it at any event."),
     "reset": Entry("cmd_branches", "Roll the current branch back (or forward) to REV."),
     "state": Entry("cmd_context", "The working state projected from events at REV (default HEAD): "
                                   "goal, plan, constraints, facts, decisions, files, errors, open "

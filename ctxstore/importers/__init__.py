@@ -23,10 +23,31 @@ Layout: common (streaming, records, SessionBuilder), claude_code + claude_map, c
 neutral, detect, export, porcelain. docs/import-export.md has the mapping tables.
 """
 
-from .common import ImportReport, SessionStats
-from .detect import FORMATS, detect_format
-from .export import export_session
-from .porcelain import discover, import_paths
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Loaded on first use (PEP 562): `ctx log` reads `importers.records` and must not pay for
+#: importing every harness's importer.
+_LAZY = {"ImportReport": ".common", "SessionStats": ".common", "FORMATS": ".detect",
+         "detect_format": ".detect", "export_session": ".export", "discover": ".porcelain",
+         "import_paths": ".porcelain"}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .common import ImportReport, SessionStats
+    from .detect import FORMATS, detect_format
+    from .export import export_session
+    from .porcelain import discover, import_paths
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = ["FORMATS", "ImportReport", "SessionStats", "detect_format", "discover",
            "export_session", "import_paths"]
