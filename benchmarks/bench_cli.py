@@ -22,9 +22,8 @@ steadier of the two. Peak RSS is the child's ru_maxrss; the children are forked 
 helper process, since ru_maxrss counts the memory of the process forked from.
 
 `--before DIR` measures another checkout (e.g. `git worktree add /tmp/h14a-before e91a150`)
-with this venv's interpreter and libraries, against the same stores: the stores are written by
-this checkout; an older reader that does not know partial indexes scans the whole active pack,
-as it always did.
+with this venv's interpreter and libraries, on stores that checkout writes itself (an older
+reader cannot read every object newer code writes, e.g. operation objects).
 """
 
 from __future__ import annotations
@@ -67,6 +66,23 @@ def _session(root: Path, n: int) -> None:
     with Repository.init(root) as repo:
         repo.new_session(f"bench {n}", nonce=f"bench-cli-{n}")
         ps.append_batch(repo, _events(n - 1))
+
+
+def _session_with(tree: Path | None, root: Path, n: int) -> None:
+    """The session written by the code in `tree` (None: this checkout): an older checkout may
+    not read what newer code writes (e.g. operation objects), so each reads its own stores."""
+    if tree is None:
+        _session(root, n)
+        return
+    events = root.parent / f"events-{n}.jsonl"
+    events.write_text("\n".join(_events(n - 1)) + "\n")
+    code = ("import sys; from pathlib import Path; from ctxstore.porcelain import sessions as ps;"
+            " from ctxstore.repo import Repository\n"
+            "with Repository.init(Path(sys.argv[1])) as repo:\n"
+            "    repo.new_session('bench', nonce='bench-cli-' + sys.argv[3])\n"
+            "    ps.append_batch(repo, open(sys.argv[2]).read().splitlines())\n")
+    subprocess.run([sys.executable, "-c", code, str(root), str(events), str(n)], env=_env(tree),
+                   cwd=str(root.parent), check=True)
 
 
 def _env(tree: Path | None) -> dict[str, str]:
@@ -166,15 +182,18 @@ def run(quick: bool = False, before: Path | None = None) -> list[dict]:
     spawner = Spawner(tmp)
     rows: list[dict] = []
     try:
-        _session(tmp / "small", small)
-        _session(tmp / "large", large)
+        for label, tree in trees:
+            (tmp / label).mkdir()
+            _session_with(tree, tmp / label / "small", small)
+            _session_with(tree, tmp / label / "large", large)
         baseline = ([sys.executable, "-c", BASELINE], _env(None))
         base_samples: list = []
         startup: list[dict] = []
         for label, tree in trees:
             env = _env(tree)
             for args in STARTUP:
-                sb, sm = _pair(spawner, baseline, (_ctx(tmp / "small") + args, env), runs)
+                sb, sm = _pair(spawner, baseline, (_ctx(tmp / label / "small") + args, env),
+                                runs)
                 base_samples += sb
                 b, m = _stats(sb), _stats(sm)
                 ratio = m["wall"] / b["wall"]
@@ -191,8 +210,8 @@ def run(quick: bool = False, before: Path | None = None) -> list[dict]:
         for label, tree in trees:
             env = _env(tree)
             for args in SIZE:
-                sa, sb = _pair(spawner, (_ctx(tmp / "small") + args, env),
-                               (_ctx(tmp / "large") + args, env), runs)
+                sa, sb = _pair(spawner, (_ctx(tmp / label / "small") + args, env),
+                               (_ctx(tmp / label / "large") + args, env), runs)
                 a, b = _stats(sa), _stats(sb)
                 wall, rss = b["wall"] / a["wall"], b["rss"] / a["rss"]
                 rows.append({"benchmark": f"{small // 1000}k vs {large // 1000}k events",
