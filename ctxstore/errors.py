@@ -79,7 +79,10 @@ class CorruptObject(CtxError):
 
 
 class CorruptStore(CorruptObject):
-    """A pack, index, ref or config file is damaged beyond one object."""
+    """A store file is damaged beyond one object (a pack or index header, `dicts`, a ref, a
+    reflog, config.json); the message names the file and line. Nothing is skipped."""
+
+    exit_code = 17
 
 
 class InvalidInput(CtxError):

@@ -337,6 +337,50 @@ def test_batch_commits_publish_by_themselves(tmp_path):
         a.close()
 
 
+def test_background_commit_failure_is_raised_by_the_next_call(tmp_path, monkeypatch):
+    """The group-commit thread keeps what it met and the next call raises it (once); the
+    events it could not publish stay pending and are published once the cause is gone."""
+    import time
+
+    from ctxstore.errors import IOFailure
+
+    a = CtxstoreSaver(tmp_path / "s", commit_interval=0.01)
+    store = a.repo.store
+    real_flush = store.flush
+
+    def disk_full() -> None:
+        raise OSError(28, "No space left on device")
+
+    try:
+        counting_graph(a, 2).invoke({"messages": [], "doc": "", "step": 0}, cfg("t"))
+        a.flush()  # the thread exists and is published; its next checkpoints will not be
+        monkeypatch.setattr(store, "flush", disk_full)
+        with pytest.raises(IOFailure, match="No space left on device") as info:
+            # the thread fails within ~10 ms: a later put of this run, or the next call, raises
+            counting_graph(a, 4).invoke({"messages": [], "doc": "", "step": 2}, cfg("t"))
+            deadline = time.monotonic() + 5
+            while a._ts.commits.error is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            a.get_tuple(cfg("t"))
+        assert isinstance(info.value.__cause__, OSError)
+        assert a._ts.commits.pending  # nothing lost: still waiting to be published
+        monkeypatch.setattr(store, "flush", real_flush)
+        try:
+            a.flush()
+        except IOFailure:  # the thread retried and failed once more before the cause went away
+            a.flush()
+        assert not a._ts.commits.pending and a._ts.commits.error is None
+        latest = a.get_tuple(cfg("t")).checkpoint["id"]
+    finally:
+        monkeypatch.setattr(store, "flush", real_flush)
+        a.close()
+    other = CtxstoreSaver(tmp_path / "s")
+    try:
+        assert other.get_tuple(cfg("t")).checkpoint["id"] == latest
+    finally:
+        other.close()
+
+
 # -- packs ---------------------------------------------------------------------------------------
 def test_pack_of_thread_sessions_unpacks_into_a_working_thread(tmp_path):
     from ctxstore.porcelain import transfer

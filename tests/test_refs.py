@@ -48,13 +48,26 @@ class TestFileRefs(RefsContract):
         folder = (tmp_path / REF).parent
         (folder / (Path(REF).name + "~")).write_text(A + "\n")  # an editor's backup
         (folder / ".x.swp").write_bytes(b"\x00\xff\xfe")
-        (folder / "junk").write_text("not an id\n")
-        (folder / "binary").write_bytes(b"\xff\xfe\x00")
         (tmp_path / "logs" / (REF + "~")).write_text("")
         assert list(refs.iter_refs()) == [(REF, A)]
         assert refs.reflog_names() == [REF]
-        for bad in ("junk", "binary"):  # read() of a damaged ref still says so
-            with pytest.raises(CorruptStore):
+
+    def test_a_damaged_ref_is_never_skipped(self, tmp_path):
+        """A file with a ref's name but not an id in it is damage: listing refs raises
+        CorruptStore naming the file (line 1), or, for fsck, collects it."""
+        refs = FileRefs(tmp_path)
+        refs.set_if_equals(REF, None, A, message="create it")
+        folder = (tmp_path / REF).parent
+        (folder / "junk").write_text("not an id\n")
+        (folder / "binary").write_bytes(b"\xff\xfe\x00")
+        with pytest.raises(CorruptStore, match=f"{folder / 'binary'}:1: "):
+            list(refs.iter_refs())
+        damaged: list = []
+        assert list(refs.iter_refs(damaged=damaged)) == [(REF, A)]
+        assert sorted(e.details["path"] for e in damaged) == [str(folder / "binary"),
+                                                             str(folder / "junk")]
+        for bad in ("junk", "binary"):  # read() of a damaged ref says so too
+            with pytest.raises(CorruptStore, match=":1: "):
                 refs.read(str(Path(REF).parent / bad))
 
     def test_reflog_name_stays_inside_logs(self, tmp_path):

@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import codec
 from ..chunking import ChunkParams, put_large
+from ..errors import CorruptObject
 from ..objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock
 from ..refs import branch_ref
 from ..repo import Repository, Transaction
@@ -125,8 +126,11 @@ class ImportContext:
             for sid in self.repo.session_ids():
                 try:
                     origin = self.repo.session(sid).origin
-                except Exception:  # noqa: BLE001 - a damaged session must not stop an import
-                    continue
+                except CorruptObject as exc:  # skipping it could import a duplicate of it
+                    raise CorruptObject(f"session {sid} cannot be read, so this import could "
+                                        f"not tell whether it is that session again: {exc} "
+                                        f"(nothing more was imported; `ctx fsck` lists the "
+                                        f"damage)", id=sid) from exc
                 if origin.get("format") and origin.get("id"):
                     k = (origin["format"], origin["id"], origin.get("agent_id", ""))
                     self.sessions.setdefault(k, sid)

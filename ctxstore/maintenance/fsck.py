@@ -1,8 +1,9 @@
 """Repository-level fsck: refs, reflogs, connectivity, generations and the seed's invariants.
 
 `check` always runs the store-level verifier (ctxstore.store.fsck: every record of every pack
-re-read, re-hashed, decoded, checked for canonical form and against its index) and checks that
-refs and reflogs name existing objects. With `full` it adds what only the object graph can
+re-read, re-hashed, decoded, checked for canonical form and against its index; every line of
+`dicts`) and checks that refs and reflogs parse (each damaged ref file and reflog line is one
+problem, with file and line) and name existing objects. With `full` it adds what only the object graph can
 tell, walking once from every ref, HEAD and reflog entry with ctxstore.links (the same walk
 pack and gc use):
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import chunking, codec
-from ..errors import CorruptObject, CtxError, ObjectNotFound
+from ..errors import CorruptObject, CorruptStore, CtxError, ObjectNotFound
 from ..objects import links
 from ..repo import Repository
 from ..state.calls import open_calls
@@ -195,15 +196,14 @@ def _store_problems(repo: Repository, progress: Progress, counted: list[int]) ->
 def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], list]:
     roots: set[str] = set()
     targets: list[tuple[str, str]] = []
-    try:
-        refs = list(repo.refs.iter_refs("refs/"))
-    except CtxError as exc:
-        problems.append(Problem("ref", f"refs: {exc}"))
-        refs = []
+    damaged: list[CorruptStore] = []
+    refs = list(repo.refs.iter_refs("refs/", damaged=damaged))
     for name, target in refs:
         roots.add(target)
         targets.append((f"ref {name}", target))
-    problems.extend(_unlisted_ref_files(repo, {name for name, _ in refs}))
+    problems.extend(Problem("ref", str(exc)) for exc in damaged)
+    reported = {Path(str(exc.details.get("path", ""))).resolve() for exc in damaged}
+    problems.extend(_unlisted_ref_files(repo, {name for name, _ in refs}, reported))
     try:
         head = repo.refs.read_head()
         if head.target:
@@ -212,11 +212,13 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
     except CtxError as exc:
         problems.append(Problem("ref", f"HEAD: {exc}"))
     for name in repo.refs.reflog_names():
-        for i, e in enumerate(reversed(repo.refs.reflog(name))):
+        bad_lines: list[CorruptStore] = []
+        for i, e in enumerate(reversed(repo.refs.reflog(name, damaged=bad_lines))):
             for v in (e.old, e.new):
                 if v:
                     roots.add(v)
                     targets.append((f"reflog {name}@{{{i}}}", v))
+        problems.extend(Problem("reflog", str(exc)) for exc in bad_lines)
     store = repo.store
     for label, target in targets:
         if target not in store:
@@ -225,14 +227,15 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
     return roots, targets
 
 
-def _unlisted_ref_files(repo: Repository, listed: set[str]) -> Iterator[Problem]:
-    """Files under refs/ that iter_refs skips (a bad name, or content that is not an id): they
-    do not break the store, but fsck names them so they can be removed or repaired."""
+def _unlisted_ref_files(repo: Repository, listed: set[str], reported: set[Path]
+                        ) -> Iterator[Problem]:
+    """Files under refs/ that are not refs (a bad name) and were not reported as damaged
+    already: they do not break the store, but fsck names them so they can be removed."""
     root = getattr(repo.refs, "root", None)
     if root is None or not (Path(root) / "refs").is_dir():
         return
     for path in sorted((Path(root) / "refs").rglob("*")):
-        if path.is_file() and not path.name.endswith(".lock"):
+        if path.is_file() and not path.name.endswith(".lock") and path.resolve() not in reported:
             name = path.relative_to(root).as_posix()
             if name not in listed:
                 yield Problem("ref", f"ref file {name} is not a valid ref (bad name or content)")

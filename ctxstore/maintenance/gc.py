@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import codec
 from ..clock import parse_when
-from ..errors import CtxError, Unsupported
+from ..errors import CorruptStore, CtxError, Unsupported
 from ..objects import links
 from ..refs import ReflogEntry
 from ..repo import Repository, operations
@@ -83,10 +83,12 @@ def reflog_expire(repo: Repository, *, expire: str = DEFAULT_EXPIRE,
     cut = parse_time(expire, now)
     cut_unreach = parse_time(expire_unreachable, now)
     res = ExpireResult(dry_run=dry_run)
+    # every reflog is read (strictly) before any is rewritten: a damaged one stops all of them
+    plans = [(name, *_expire_plan(repo, name, cut, cut_unreach))
+             for name in refs or reflog_names(repo)]
     # one operation, so `ctx undo` puts the expired entries back
     with repo.transaction(message="reflog expire") as tx:
-        for name in refs or reflog_names(repo):
-            entries, keep = _expire_plan(repo, name, cut, cut_unreach)
+        for name, entries, keep in plans:
             n_exp = len(entries) - len(keep)
             res.refs[name] = {"kept": len(keep), "expired": n_exp}
             res.expired += n_exp
@@ -117,6 +119,23 @@ def roots(repo: Repository, *, now: float | None = None, expire: str = DEFAULT_E
         for e in keep:
             out.update(v for v in (e.old, e.new) if v)
     return out
+
+
+def check_root_sources(repo: Repository) -> None:
+    """Read every source of gc's roots strictly — each ref file, HEAD, op-head, each reflog
+    line, each line of `dicts` and the zdict it names — and raise CorruptStore (file and line) at the first
+    damage: a source that cannot be read would hide live objects from the mark."""
+    from ..store.packstore import PackStore
+
+    list(repo.refs.iter_refs("refs/"))
+    repo.refs.read_head()
+    repo.refs.read_op_head()
+    for name in reflog_names(repo):
+        repo.refs.reflog(name)
+    if isinstance(repo.store, PackStore):
+        problems = repo.store.dicts_problems()
+        if problems:
+            raise problems[0]
 
 
 def _snapshot_roots(repo: Repository, live: set[str]) -> set[str]:
@@ -168,6 +187,9 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
        now: float | None = None, wait: float | None = None) -> GcResult:
     """Expire reflogs, mark everything reachable, rewrite the live objects, delete old packs.
 
+    Refuses (CorruptStore, nothing changed) while any source of its roots is damaged: see
+    check_root_sources.
+
     `prune`: packs last written after this time are kept whole (default 2 weeks). Objects a
     missing link names are reported, never a reason to stop: gc never deletes what is live.
     Before deleting, gc waits up to `wait` seconds (default repack.GC_WAIT) for every other
@@ -180,6 +202,11 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     store = repo.store
     if not isinstance(store, PackStore):
         raise Unsupported("gc needs an on-disk store")
+    try:
+        check_root_sources(repo)
+    except CorruptStore as exc:
+        raise CorruptStore(f"gc refused, nothing deleted: {exc} (`ctx fsck` lists all damage)",
+                           **exc.details) from None
     start = time.perf_counter()
     given_now = now
     now = time.time() if now is None else now

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from ..errors import RefConflict
+from ..errors import CorruptStore, RefConflict
 from .names import HEAD, check_ref_name
 
 ZERO = "0" * 64
@@ -57,12 +57,15 @@ class RefStore(abc.ABC):
         """Atomically check `old` and write `new` + reflog under the ref's lock."""
 
     @abc.abstractmethod
-    def iter_refs(self, prefix: str = "refs/") -> Iterator[tuple[str, str]]:
-        """(name, id) for every ref under prefix, sorted by name."""
+    def iter_refs(self, prefix: str = "refs/", *, damaged: list[CorruptStore] | None = None
+                  ) -> Iterator[tuple[str, str]]:
+        """(name, id) for every ref under prefix, sorted by name. A damaged ref raises
+        CorruptStore naming its file, or with `damaged` (fsck) is collected there and left out."""
 
     @abc.abstractmethod
-    def reflog(self, name: str) -> list[ReflogEntry]:
-        """Entries oldest first."""
+    def reflog(self, name: str, *, damaged: list[CorruptStore] | None = None) -> list[ReflogEntry]:
+        """Entries oldest first. A damaged line raises CorruptStore naming file and line, or
+        with `damaged` (fsck) is collected there and left out."""
 
     @abc.abstractmethod
     def read_head(self) -> Head: ...

@@ -26,17 +26,27 @@ def _format_entry(e: ReflogEntry) -> bytes:
     return f"{e.old or ZERO} {e.new or ZERO} {e.ts_ms} {actor}\t{msg}\n".encode()
 
 
+_REFLOG_SHAPE = "'<old id> <new id> <unix ms> <actor>\\t<message>'"
+
+
 def _parse_entry(line: str) -> ReflogEntry | None:
-    head, _, msg = line.rstrip("\n").partition("\t")
+    """One reflog line without its newline, or None if it is not one (docs/format.md)."""
+    head, tab, msg = line.partition("\t")
     parts = head.split(" ")
-    if len(parts) != 4:
+    if not tab or len(parts) != 4:
         return None
     old, new, ts, actor = parts
-    try:
-        ts_ms = int(ts)
-    except ValueError:
+    if not (is_full_id(old) and is_full_id(new) and ts.isascii() and ts.isdigit() and actor):
         return None
-    return ReflogEntry(None if old == ZERO else old, None if new == ZERO else new, ts_ms, actor, msg)
+    return ReflogEntry(None if old == ZERO else old, None if new == ZERO else new, int(ts), actor, msg)
+
+
+def _damaged(path: Path, line: int, what: str, damaged: list[CorruptStore] | None) -> None:
+    """Raise CorruptStore naming file and line, or (fsck) collect it in `damaged`."""
+    exc = CorruptStore(f"{path}:{line}: {what}", path=str(path), line=line)
+    if damaged is None:
+        raise exc
+    damaged.append(exc)
 
 
 def _is_ref_name(name: str) -> bool:
@@ -63,7 +73,7 @@ class FileRefs(RefStore):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except UnicodeDecodeError:
-            raise CorruptStore(f"{path} is not text: not a ref") from None
+            raise CorruptStore(f"{path}:1: not text, so not a ref", path=str(path), line=1) from None
         return text
 
     def read(self, name: str) -> str | None:
@@ -73,7 +83,7 @@ class FileRefs(RefStore):
         if value is None:
             return None
         if not is_full_id(value):
-            raise CorruptStore(f"ref {name} holds {value[:80]!r}, not an object id")
+            _damaged(self._path(name), 1, f"ref {name} holds {value[:80]!r}, not an object id", None)
         return value
 
     def _cas(self, name, old, new, entry, fsync) -> None:
@@ -100,12 +110,14 @@ class FileRefs(RefStore):
         finally:
             lock.abort()
 
-    def iter_refs(self, prefix: str = "refs/") -> Iterator[tuple[str, str]]:
+    def iter_refs(self, prefix: str = "refs/", *, damaged: list[CorruptStore] | None = None
+                  ) -> Iterator[tuple[str, str]]:
         base = self.root / prefix.rstrip("/") if prefix.endswith("/") else self.root / prefix
         start = base if base.is_dir() else base.parent
         found: list[tuple[str, str]] = []
-        for dirpath, _dirs, files in os.walk(start):
-            for fn in files:
+        for dirpath, dirs, files in os.walk(start):
+            dirs.sort()  # the same first damage reported every time
+            for fn in sorted(files):
                 if fn.endswith(".lock"):
                     continue
                 full = Path(dirpath) / fn
@@ -114,20 +126,42 @@ class FileRefs(RefStore):
                     continue  # a stray file (editor backup `main~`, `.swp`) is not a ref
                 try:
                     value = self._read_file(full)
-                except CorruptStore:
+                except CorruptStore as exc:
+                    if damaged is None:
+                        raise
+                    damaged.append(exc)
                     continue
-                if value is not None and is_full_id(value):
-                    found.append((name, value))  # a damaged ref is skipped; read() reports it
+                if value is not None and not is_full_id(value):
+                    _damaged(full, 1, f"ref {name} holds {value[:80]!r}, not an object id", damaged)
+                elif value is not None:
+                    found.append((name, value))
         found.sort()
         return iter(found)
 
-    def reflog(self, name: str) -> list[ReflogEntry]:
+    def reflog(self, name: str, *, damaged: list[CorruptStore] | None = None) -> list[ReflogEntry]:
         check_ref_name(name)  # never a path outside logs/ (`../HEAD`)
+        path = self._log_path(name)
         try:
-            lines = self._log_path(name).read_text(encoding="utf-8", errors="replace").splitlines()
+            data = path.read_bytes()
         except FileNotFoundError:
             return []
-        return [e for e in map(_parse_entry, lines) if e is not None]
+        lines = data.split(b"\n")
+        tail = lines.pop()  # what follows the last newline: nothing, if the file is intact
+        if tail:
+            lines.append(tail)
+        entries = []
+        for n, raw in enumerate(lines, 1):
+            try:
+                entry = _parse_entry(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                entry = None
+            if entry is None or (tail and n == len(lines)):
+                why = "no newline at the end" if entry is not None else f"expected {_REFLOG_SHAPE}"
+                _damaged(path, n, f"damaged reflog line {raw[:100].decode('utf-8', 'replace')!r} "
+                                  f"({why})", damaged)
+                continue
+            entries.append(entry)
+        return entries
 
     def read_head(self) -> Head:
         text = self._read_file(self.root / HEAD) or ""
@@ -135,7 +169,7 @@ class FileRefs(RefStore):
             ref = text[5:].strip()
             return Head(ref, self.read(ref))
         if text and not is_full_id(text):
-            raise CorruptStore(f"HEAD holds {text[:80]!r}")
+            _damaged(self.root / HEAD, 1, f"HEAD holds {text[:80]!r}", None)
         return Head(None, text or None)
 
     def _write_head(self, value: str, entry: ReflogEntry | None) -> None:
@@ -214,7 +248,8 @@ class FileRefs(RefStore):
     def read_op_head(self) -> str | None:
         value = self._read_file(self.root / "op-head")
         if value is not None and not is_full_id(value):
-            raise CorruptStore(f"{self.root / 'op-head'} holds {value[:80]!r}, not an operation id")
+            _damaged(self.root / "op-head", 1, f"op-head holds {value[:80]!r}, not an operation id",
+                     None)
         return value or None
 
     def write_op_head(self, op_id: str, fsync: bool) -> None:

@@ -43,10 +43,11 @@ class MemoryRefs(RefStore):
                 self._refs[name] = new
             self._logs.setdefault(name, []).append(entry)
 
-    def iter_refs(self, prefix: str = "refs/") -> Iterator[tuple[str, str]]:
+    def iter_refs(self, prefix: str = "refs/", *, damaged: list | None = None
+                  ) -> Iterator[tuple[str, str]]:
         return iter(sorted((k, v) for k, v in self._refs.items() if k.startswith(prefix)))
 
-    def reflog(self, name: str) -> list[ReflogEntry]:
+    def reflog(self, name: str, *, damaged: list | None = None) -> list[ReflogEntry]:
         return list(self._logs.get(name, ()))
 
     def read_head(self) -> Head:

@@ -37,7 +37,7 @@ from .pack import (
     sibling,
 )
 from .packindex import PartialIndex
-from .packstore import PackStore
+from .packstore import PackStore, read_dicts_file
 
 #: Records per unit of verification work (and per progress report).
 CHUNK = 10_000
@@ -48,7 +48,7 @@ _STORED_LEN = struct.Struct("<I").unpack_from
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    kind: str  # checksum | hash | decode | canonical | index | damage | pack
+    kind: str  # checksum | hash | decode | canonical | index | damage | pack | dicts
     message: str
     id: str | None = None
     pack: str | None = None
@@ -75,6 +75,8 @@ def verify(store: PackStore, progress: Callable[[int], None] | None = None,
                                    initializer=_init_worker,
                                    initargs=(store.path, _dictionaries(store)))
     try:
+        for exc in store.dicts_problems():
+            yield Problem("dicts", str(exc), exc.details.get("id"))
         done = 0
         for pack in packs:
             for item in _verify_pack(store, pack, pool):
@@ -215,7 +217,7 @@ def _dictionaries(store: PackStore) -> dict[int, bytes]:
     """The store's readable dictionaries, handed to workers so that none has to look for them
     (a zdict in an active pack would cost each worker a scan of that pack)."""
     out = {}
-    for dict_id in store._read_dicts():
+    for dict_id in read_dicts_file(store._dicts_path())[0]:  # damaged lines: verify reports them
         try:
             out[dict_id] = store._load_dictionary(dict_id)
         except CtxError:

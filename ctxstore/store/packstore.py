@@ -17,11 +17,12 @@ so a stream of one-object processes (`ctx append`) keeps appending to the same p
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from .. import codec
-from ..errors import CorruptObject, InvalidInput, ObjectNotFound, StoreNotFound
+from ..errors import CorruptObject, CorruptStore, InvalidInput, ObjectNotFound, StoreNotFound
 from ..lockfile import LockFile
 from .base import ObjectStore
 from .gclock import GcLock, create_lock_file
@@ -35,6 +36,47 @@ DEFAULT_MAX_PACKS = 8
 #: Small bodies a writer collects before training the store's first dictionary.
 DICT_SAMPLES = 1000
 DICTS_FILE = "dicts"
+_DICTS_LINE = re.compile(r"(\d{1,10}) ([0-9a-f]{64})")
+
+
+def read_dicts_file(path: str) -> tuple[dict[int, str], list[CorruptStore]]:
+    """Parse `dicts` (docs/format.md "Dictionaries"): the entries, and a CorruptStore naming
+    file and line for every line that is not `<zstd dict id> <zdict object id>`."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return {}, []
+    entries: dict[int, str] = {}
+    problems: list[CorruptStore] = []
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: nothing, if the file is intact
+    unterminated = tail != b""
+    if unterminated:
+        lines.append(tail)
+    for n, raw in enumerate(lines, 1):
+        text = raw.decode("ascii", "replace")
+        m = _DICTS_LINE.fullmatch(text)
+        if m is None or (unterminated and n == len(lines)):
+            why = "no newline at the end" if m is not None else \
+                "expected '<zstd dictionary id> <zdict object id>'"
+            problems.append(CorruptStore(f"{path}:{n}: damaged line {text[:100]!r} ({why})",
+                                         path=path, line=n))
+        else:
+            entries[int(m.group(1))] = m.group(2)
+    return entries, problems
+
+
+def _dicts_line(path: str, zid: str) -> int | str:
+    """The line of `dicts` naming `zid` (for messages), or '?'."""
+    try:
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                if zid.encode() in raw:
+                    return n
+    except OSError:
+        pass
+    return "?"
 
 
 class PackStore(ObjectStore):
@@ -222,6 +264,8 @@ class PackStore(ObjectStore):
         writer = self._writer
         if writer is None or writer.pack is None:
             writer = self._start()
+            if self._find(obj_id, refresh=False) is not None:
+                return  # the active pack just taken over already holds it: no duplicate record
         payload, comp, dict_id = self._compressor.compress(body)
         writer.append(obj_id, codec.encode_record(obj_id, type_name, payload, comp, dict_id,
                                                   len(body)))
@@ -297,26 +341,56 @@ class PackStore(ObjectStore):
         self.gc_lock.release()
 
     # -- dictionaries -------------------------------------------------------------------------
+    def _dicts_path(self) -> str:
+        return os.path.join(self.path, DICTS_FILE)
+
     def _read_dicts(self) -> dict[int, str]:
-        try:
-            with open(os.path.join(self.path, DICTS_FILE), encoding="ascii") as f:
-                lines = f.read().split("\n")
-        except FileNotFoundError:
-            return {}
-        out = {}
-        for line in lines:
-            parts = line.split()
-            if len(parts) == 2 and parts[0].isdigit() and codec.is_full_id(parts[1]):
-                out[int(parts[0])] = parts[1]
-        return out
+        """{zstd dictionary id: zdict object id}; CorruptStore naming file and line for a line
+        that does not parse (a skipped line would lose every record compressed with it)."""
+        entries, problems = read_dicts_file(self._dicts_path())
+        if problems:
+            raise problems[0]
+        return entries
+
+    def dicts_problems(self) -> list[CorruptStore]:
+        """Every damaged line of `dicts`, and every line whose zdict the store lacks or that
+        names a zdict of another zstd dictionary id."""
+        path = self._dicts_path()
+        entries, problems = read_dicts_file(path)
+        for dict_id, zid in entries.items():
+            try:
+                type_name, body = self.get_raw(zid)
+            except ObjectNotFound:
+                problems.append(self._missing_zdict(dict_id, zid))
+                continue
+            except CorruptObject as exc:
+                problems.append(CorruptStore(f"{path}:{_dicts_line(path, zid)}: {exc}", path=path,
+                                             id=zid))
+                continue
+            if type_name != "zdict" or codec.zstd_dict_id(body) != dict_id:
+                what = f"a {type_name}" if type_name != "zdict" else \
+                    f"zstd dictionary {codec.zstd_dict_id(body)}"
+                problems.append(CorruptStore(f"{path}:{_dicts_line(path, zid)}: dictionary "
+                                             f"{dict_id} names {zid}, which is {what}",
+                                             path=path, id=zid))
+        return problems
+
+    def _missing_zdict(self, dict_id: int, zid: str) -> CorruptStore:
+        return CorruptStore(f"{self._dicts_path()}:{_dicts_line(self._dicts_path(), zid)}: "
+                            f"dictionary {dict_id} names zdict {zid}, which is not in the store",
+                            path=self._dicts_path(), id=zid)
 
     def _load_dictionary(self, dict_id: int) -> bytes:
         if dict_id not in self._dicts:
             self._dicts = self._read_dicts()
         zid = self._dicts.get(dict_id)
         if zid is None:
-            raise CorruptObject(f"no dictionary with zstd id {dict_id} in {DICTS_FILE}")
-        type_name, body = self.get_raw(zid)
+            raise CorruptStore(f"{self._dicts_path()}: no line for zstd dictionary {dict_id}, "
+                               f"which records are compressed with", path=self._dicts_path())
+        try:
+            type_name, body = self.get_raw(zid)
+        except ObjectNotFound:
+            raise self._missing_zdict(dict_id, zid) from None
         if type_name != "zdict":
             raise CorruptObject(f"dictionary {zid} is a {type_name}, not a zdict", id=zid)
         return body

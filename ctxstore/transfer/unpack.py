@@ -10,7 +10,9 @@ Order (docs/format.md "Portable packs", import steps):
    fast-forward (else refused unless `force`) — decided before anything is written;
 5. objects put (re-compressed by the store), one flush, then each ref moved by CAS.
 
-A failure in 1-4 leaves the store byte-for-byte unchanged. A kill during 5 leaves at most
+A failure in 1-4 leaves the store byte-for-byte unchanged. What is wrong with the pack raises
+BadPack (exit 12); an object of this store that steps 3-4 need but cannot find or read (the
+pack's links are all verified by then) raises CorruptStore (exit 17): the store is damaged. A kill during 5 leaves at most
 unreferenced objects, which gc removes.
 """
 
@@ -18,10 +20,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import codec
-from ..errors import BadPack, CtxError, InvalidRefName, ObjectNotFound, RefConflict
+from ..errors import (
+    BadPack,
+    CorruptObject,
+    CorruptStore,
+    CtxError,
+    InvalidRefName,
+    ObjectNotFound,
+    RefConflict,
+)
 from ..refs import HEAD, SESSIONS_PREFIX, check_ref_name
 from ..refs.names import split_branch_ref
 from ..repo.graph import EventGraph
@@ -134,19 +145,21 @@ class _Sessions:
         self.reader: BodyReader | None = None
 
     def value(self, sid: str) -> dict | None:
+        """The session's body, or None if it is not a session the pack or store holds. A
+        session the store holds but cannot read is the store's damage: that error propagates."""
         info = self.pack.by_id.get(sid)
-        try:
-            if info is not None:
-                if info.type != "session":
-                    return None
-                self.reader = self.reader or BodyReader(self.pack)
-                value = codec.unpack_value(self.reader.body(info))
-            elif self.store is not None:
-                type_name, body = self.store.get_raw(sid)
-                value = codec.unpack_value(body) if type_name == "session" else None
-            else:
+        if info is not None:
+            if info.type != "session":
                 return None
-        except CtxError:
+            self.reader = self.reader or BodyReader(self.pack)
+            value = codec.unpack_value(self.reader.body(info))  # verified: BadPack if not
+        elif self.store is not None:
+            try:
+                type_name, body = self.store.get_raw(sid)
+            except ObjectNotFound:
+                return None
+            value = codec.unpack_value(body) if type_name == "session" else None
+        else:
             return None
         return value if isinstance(value, dict) else None
 
@@ -164,12 +177,12 @@ class _Sessions:
 
 
 def _store_session_of(repo, event_id: str) -> str | None:
+    """The session of an event the pack does not carry (a thin pack's base): the store's."""
     if repo is None:
         return None
-    try:
-        return repo.session_of_event(event_id)
-    except CtxError:
+    if event_id not in repo.store:
         return None
+    return repo.session_of_event(event_id)  # an error here is the store's damage
 
 
 def open_verified(path: str, limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None
@@ -272,13 +285,15 @@ def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIM
         reader = BodyReader(pack)
         overlay = _Overlay(store, pack, reader)
         for name, target in pack.refs.items():
-            if target not in pack.by_id and overlay.type_of(target) != "event":
+            if target in pack.by_id:
+                continue
+            with _local_damage(pack):
+                kind = store.type_of(target)
+            if kind != "event":
                 raise _bad(pack, f"ref {name} names {target[:12]}, which is not an event")
-        check_session_refs(pack, repo)
-        try:
+        with _local_damage(pack):
+            check_session_refs(pack, repo)
             plan = plan_refs(repo, pack, overlay, force)
-        except ObjectNotFound as exc:
-            raise _bad(pack, f"history needed to check a ref is missing: {exc}") from None
         new = 0
         total = len(pack.records)
         for n, info in enumerate(pack.records, 1):
@@ -298,6 +313,20 @@ def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIM
         return UnpackResult(path, total, new, pack.size, plan, head)
     finally:
         pack.close()
+
+
+@contextmanager
+def _local_damage(pack: ParsedPack) -> Iterator[None]:
+    """What the pack carries has been verified (BadPack otherwise) and everything it links to
+    is in the pack or the store, so an object that cannot be found or read here is this
+    store's damage, not the pack's: CorruptStore (exit 17), not BadPack (exit 12)."""
+    try:
+        yield
+    except BadPack:
+        raise
+    except (ObjectNotFound, CorruptObject) as exc:
+        raise CorruptStore(f"this store is damaged, not the pack {pack.path}: {exc}; nothing "
+                           f"was imported (`ctx fsck` lists the damage)") from exc
 
 
 def _maybe_set_head(repo, tx, plan: list[RefUpdate]) -> str | None:

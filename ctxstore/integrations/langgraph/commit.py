@@ -16,6 +16,7 @@ pending events are re-created on top of its new tip (new parents, same payloads)
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 import weakref
@@ -23,8 +24,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...errors import CtxError, IOFailure
 from ...objects import Event
 from ...repo import Repository
+
+_log = logging.getLogger("ctxstore.langgraph")
 
 
 @dataclass
@@ -52,6 +56,8 @@ class Committer:
         self._since = 0.0
         self._thread: threading.Thread | None = None
         self._closed = False
+        #: what the background thread met, until check() re-raises it
+        self.error: Exception | None = None
 
     def add(self, ref: str, base: str, eid: str, ev: Event) -> None:
         """Record an event appended on `base` (the branch's tip before it)."""
@@ -71,10 +77,31 @@ class Committer:
                     self._thread.start()
                     _LIVE.add(self)
                 self._cond.notify()
+            self.check()  # after recording: the event stays pending whatever happened before
+
+    def check(self) -> None:
+        """Re-raise, once, the first exception the background thread met since the last check
+        (the events it could not publish stay pending and are retried). A CtxError is raised as
+        it was; anything else as the CtxError for it (IOFailure for an OSError), chained."""
+        with self._cond:
+            exc, self.error = self.error, None
+        if exc is None:
+            return
+        if isinstance(exc, CtxError):
+            raise exc
+        cls = IOFailure if isinstance(exc, OSError) else CtxError
+        raise cls(f"the background commit of LangGraph checkpoints failed: "
+                  f"{type(exc).__name__}: {exc}") from exc
 
     def commit(self, ref: str | None = None) -> None:
         """Publish pending events: of one ref, or of all, in one repository transaction (all
-        the refs move together, as one operation).
+        the refs move together, as one operation), first re-raising what the background thread
+        met (see check)."""
+        self.check()
+        self._commit(ref)
+
+    def _commit(self, ref: str | None = None) -> None:
+        """commit() without check(): what the background thread runs.
 
         The store is flushed first without holding the lock (puts go on meanwhile), so the
         transaction's own flush has little left to do."""
@@ -120,22 +147,25 @@ class Committer:
                 if self._closed:
                     return
             try:
-                self.commit()
-            except Exception:  # noqa: BLE001 - keep the thread; the next commit retries
-                pass
+                self._commit()
+            except Exception as exc:  # noqa: BLE001 - kept for the caller (check); pending events stay pending
+                with self._cond:
+                    self.error = self.error or exc
             with self._cond:
                 self._since = time.monotonic()
 
     def close(self) -> None:
+        """Publish what is pending, stop the thread, then re-raise what it met (check)."""
         with self._cond:
             try:
-                self.commit()
+                self._commit()
             finally:
                 self._closed = True
                 self._cond.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         _LIVE.discard(self)
+        self.check()
 
 
 _LIVE: weakref.WeakSet[Committer] = weakref.WeakSet()
@@ -146,5 +176,6 @@ def _commit_at_exit() -> None:
     for committer in list(_LIVE):
         try:
             committer.commit()
-        except Exception:  # noqa: BLE001 - best effort at exit; the objects are in the store
-            pass
+        except Exception:  # noqa: BLE001 - no caller is left to raise to: say it on stderr
+            _log.exception("ctxstore: LangGraph checkpoints not published at exit (their "
+                           "objects are in the store; no branch names them)")

@@ -109,11 +109,13 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
             self._closed = True
         # Not under self._lock: the committer's thread needs that lock to see it is closed and
         # exit; holding it here made every close wait out the 5 s join timeout.
-        self._ts.commits.close()
-        with self._lock:
-            self.repo.store.flush()
-            if self._owns_repo:
-                self.repo.close()
+        try:
+            self._ts.commits.close()  # re-raises what the background commit met
+        finally:
+            with self._lock:
+                self.repo.store.flush()
+                if self._owns_repo:
+                    self.repo.close()
 
     def __enter__(self) -> CtxstoreSaver:
         return self
@@ -123,6 +125,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
 
     def session_of(self, thread_id: str) -> str | None:
         """The id of the session holding a thread (for `ctx log SESSION/main`), or None."""
+        self._ts.commits.check()
         with self._lock:
             th = self._ts.thread(thread_id)
             return th.session if th is not None else None
@@ -155,6 +158,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         conf = config["configurable"]
         ns = conf.get("checkpoint_ns") or ""
+        self._ts.commits.check()  # what the background commit met surfaces on the next call
         with self._lock:
             th = self._ts.thread(conf["thread_id"])
             br = self._ts.branch(th, ns) if th is not None else None
@@ -168,6 +172,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None, limit: int | None = None,
              ) -> Iterator[CheckpointTuple]:
+        self._ts.commits.check()
         conf = config["configurable"] if config else {}
         want_ns = conf.get("checkpoint_ns")
         want_id = conf.get("checkpoint_id")
