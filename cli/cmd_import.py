@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
 import sys
-import tempfile
 
 import click
 
-from ctxstore.errors import IOFailure, NotFound
+from ctxstore.errors import NotFound
 from ctxstore.importers import FORMATS, discover, export_session, import_paths
+from ctxstore.userfiles import replace_user_file
 
 from .main import cli
 from .render import emit_json, short, style
@@ -136,31 +133,7 @@ def export_cmd(state, rev: str, fmt: str, output: str | None) -> None:
 
 
 def _export_to_file(repo, rev: str, fmt: str, output: str) -> dict:
-    """Export into a temporary file next to OUTPUT and rename it over OUTPUT only when the
-    export succeeded, so a failed export leaves an existing OUTPUT as it was."""
-    target = os.path.abspath(output)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.",
-                                   suffix=".tmp", dir=os.path.dirname(target))
-    except OSError as exc:
-        raise IOFailure(f"cannot write {output}: {exc.strerror or exc}") from None
-    try:
-        try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-        os.fchmod(fd, mode)  # mkstemp's 0600 would otherwise replace the file's own mode
-        with open(fd, "w", encoding="utf-8", newline="\n") as out:
-            res = export_session(repo, rev, fmt, out)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return res
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """Export through userfiles.replace_user_file: OUTPUT is replaced only when the export
+    succeeded, so a failed export leaves an existing OUTPUT as it was."""
+    with replace_user_file(output, "w", encoding="utf-8", newline="\n") as out:
+        return export_session(repo, rev, fmt, out)

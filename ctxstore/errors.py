@@ -126,6 +126,8 @@ class Unsupported(CtxError):
 
 
 class IOFailure(CtxError):
-    """An operating-system error reading or writing a file (permissions, disk full, missing directory)."""
+    """An operating-system error on a file, wherever it happens (import, export, pack, unpack,
+    artifact add, append --batch, the store): permissions, disk full, a missing output
+    directory, a directory named as a file. A named input that does not exist is NotFound."""
 
     exit_code = 16

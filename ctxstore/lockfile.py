@@ -61,13 +61,8 @@ class LockFile:
     def commit(self, fsync: bool = True) -> None:
         """Make the new content durable and atomically visible under the real name."""
         assert self._fd is not None, "lock not held"
-        if fsync:
-            os.fsync(self._fd)
-        os.close(self._fd)
-        self._fd = None
-        os.replace(self.lock_path, self.path)
-        if fsync:
-            fsync_dir(self.path.parent)
+        fd, self._fd = self._fd, None
+        _publish(fd, self.lock_path, self.path, fsync)
 
     def abort(self) -> None:
         if self._fd is not None:
@@ -83,6 +78,34 @@ class LockFile:
 
     def __exit__(self, *exc) -> None:
         self.abort()
+
+
+def _publish(fd: int, tmp: Path, path: Path, fsync: bool) -> None:
+    """The one temp-file-then-rename step for store files: fsync and close FD (open on TMP),
+    rename TMP over PATH, fsync the directory. (Files the user names: userfiles.py.)"""
+    try:
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def replace_file(tmp: str | os.PathLike, path: str | os.PathLike, data: bytes,
+                 fsync: bool = True) -> None:
+    """Write DATA to TMP (created or truncated: the caller holds whatever lock makes TMP
+    its own, e.g. the repository transaction's) and publish it as PATH (see _publish)."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException:
+        os.close(fd)
+        raise
+    _publish(fd, Path(tmp), Path(path), fsync)
 
 
 def write_file_atomically(path: str | os.PathLike, data: bytes, fsync: bool = True) -> None:

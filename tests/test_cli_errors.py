@@ -117,7 +117,7 @@ def test_error_is_one_line(ctx, tmp_path, setup, code, needle):
 def test_unreadable_input_is_io_failure(ctx, tmp_path, monkeypatch):
     """An input file that exists but cannot be opened (permissions: simulated, since tests may
     run as root) is IOFailure, not NotFound and not a traceback."""
-    from ctxstore.porcelain import inputs
+    from ctxstore import userfiles as inputs
 
     f = tmp_path / "locked.json"
     f.write_text(GOOD_LINE)

@@ -96,11 +96,11 @@ def test_missing_pack_file_exits_3(tmp_path, args):
     assert store_files(tmp_path / "src") == before
 
 
-def test_pack_into_a_missing_directory_exits_3(tmp_path):
+def test_pack_into_a_missing_directory_exits_16(tmp_path):
     src, _ = _src(tmp_path)
     out = tmp_path / "nonexistent" / "dir" / "x.ctxpack"
-    err = src.fails(3, "pack", "--all", "-o", str(out))
-    assert err.startswith(f"ctx: error: cannot write pack {out}: no directory")
+    err = src.fails(16, "pack", "--all", "-o", str(out))
+    assert err.startswith(f"ctx: error: cannot write {out}: No such file or directory")
     assert not (tmp_path / "nonexistent").exists()
 
 
@@ -119,8 +119,8 @@ def test_failed_pack_write_leaves_no_temporary_file(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(packfile.codec, "encode_record", failing)
-    err = src.fails(10, "pack", "--all", "-o", str(outdir / "x.ctxpack"))
-    assert err == f"ctx: error: cannot write pack {outdir / 'x.ctxpack'}: No space left on device\n"
+    err = src.fails(16, "pack", "--all", "-o", str(outdir / "x.ctxpack"))
+    assert err == f"ctx: error: cannot write {outdir / 'x.ctxpack'}: No space left on device\n"
     assert calls[0] == 3 and sorted(os.listdir(outdir)) == ["x.ctxpack.tmp"]
     assert (outdir / "x.ctxpack.tmp").read_bytes() == b"someone else's"
     monkeypatch.undo()

@@ -137,3 +137,18 @@ def test_record_roundtrip_and_crc():
     bad[-1] ^= 1
     with pytest.raises(CorruptObject):
         codec.record_payload(bytes(bad), info)
+
+
+def test_one_record_header_parser_rejects_an_unknown_type_code():
+    """record_span is the one parser of record headers: the read path (Decompressor.read) and
+    the walks share its checks, so a record with a type code no build knows is CorruptObject
+    everywhere, never a KeyError."""
+    from ctxstore.errors import CorruptObject
+
+    obj_id, body = codec.encode_object("blob", b"x" * 10)
+    rec = bytearray(codec.encode_record(obj_id, "blob", body, codec.COMP_NONE, 0, len(body)))
+    rec[3] = 250  # the type code byte
+    for parse in (lambda b: codec.record_span(b, 0), lambda b: codec.read_record_header(b, 0),
+                  lambda b: codec.Decompressor(lambda _i: b"").read(b, 0)):
+        with pytest.raises(CorruptObject, match="unknown object type code 250 at offset 0"):
+            parse(bytes(rec))

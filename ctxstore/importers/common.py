@@ -26,6 +26,7 @@ from ..errors import CorruptObject
 from ..objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock
 from ..refs import branch_ref
 from ..repo import Repository, Transaction
+from ..userfiles import open_input
 from .records import MALFORMED, keep_line
 
 PREVIEW_CHARS = 280  # event payload previews; the message holds the whole text
@@ -153,7 +154,7 @@ def iter_jsonl(ctx: ImportContext, path: Path) -> Iterator[tuple[int, str, Any]]
     """
     name = path.name
     step, pending = 1 << 20, 0
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         for n, raw in enumerate(fh, 1):
             pending += len(raw)
             if pending >= step:
@@ -186,7 +187,7 @@ def iter_jsonl(ctx: ImportContext, path: Path) -> Iterator[tuple[int, str, Any]]
 
 def peek_jsonl(path: Path, limit: int = 200) -> Iterator[dict]:
     """The first parseable JSON objects of a file (format detection, session metadata)."""
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         for i, raw in enumerate(fh):
             if i >= limit:
                 return

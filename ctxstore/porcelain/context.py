@@ -15,6 +15,7 @@ from ..state import AgentState, state_diff
 from ..state.projector import Projector
 from ..trace import stats as stats_of
 from ..trace import trace as trace_of
+from ..userfiles import check_name, user_file_error
 
 if TYPE_CHECKING:  # the manager and context compiler load only for `ctx context`
     from ..context import ContextBundle
@@ -106,12 +107,12 @@ def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:
 def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str = "") -> dict:
     from ..chunking import put_artifact_content
 
-    p = Path(path)
+    p = Path(check_name(path))
     try:
         with open(p, "rb") as f:  # streamed: a large file is chunked, never held whole
             content, size = put_artifact_content(repo, f)
     except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+        raise user_file_error(exc, path, "read") from None
     art = Artifact(kind, content, size, uri=str(p), summary=summary)
     aid = repo.store.put_object(art)
     cur = repo.current()

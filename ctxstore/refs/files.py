@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..codec import is_full_id
 from ..errors import CorruptStore, InvalidRefName
-from ..lockfile import LockFile, fsync_dir
+from ..lockfile import LockFile, fsync_dir, replace_file
 from .base import ZERO, Head, ReflogEntry, RefStore
 from .names import HEAD, check_ref_name
 
@@ -72,7 +72,9 @@ class FileRefs(RefStore):
             text = path.read_text(encoding="utf-8").strip()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
-        except UnicodeDecodeError:
+        except ValueError as exc:
+            if not isinstance(exc, UnicodeDecodeError):  # a NUL byte in the name
+                raise InvalidRefName(f"{path.name!r} is not a valid ref name") from None
             raise CorruptStore(f"{path}:1: not text, so not a ref", path=str(path), line=1) from None
         return text
 
@@ -226,19 +228,7 @@ class FileRefs(RefStore):
         return (self.root / "journal").exists()
 
     def write_journal(self, data: bytes, fsync: bool = True) -> None:
-        tmp = self.root / "journal.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.root / "journal")
-        if fsync:
-            fsync_dir(self.root)
+        replace_file(self.root / "journal.tmp", self.root / "journal", data, fsync)
 
     def remove_journal(self, fsync: bool) -> None:
         (self.root / "journal").unlink(missing_ok=True)
@@ -283,18 +273,8 @@ class FileRefs(RefStore):
     def _replace(self, path: Path, value: str, fsync: bool) -> None:
         """Write `value` to PATH.lock and rename it over PATH. Under the transaction lock, so a
         lock file left by a killed process is simply overwritten."""
-        lock = path.with_name(path.name + ".lock")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, f"{value}\n".encode())
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(lock, path)
-        if fsync:
-            fsync_dir(path.parent)
+        replace_file(path.with_name(path.name + ".lock"), path, f"{value}\n".encode(), fsync)
 
     def append_reflog(self, name: str, entry: ReflogEntry, fsync: bool) -> None:
         self._append_reflog(name, entry, fsync=fsync)

@@ -31,7 +31,7 @@ class EventCache:
 
     def get(self, event_id: str) -> str | None:
         hit = self._mem.get(event_id)
-        if hit is not None or self.root is None:
+        if hit is not None or self.root is None or not is_full_id(event_id):
             return hit
         try:
             value = self._path(event_id).read_text().strip()

@@ -17,7 +17,6 @@ same order either way: by pack, by offset, then the index's.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -43,7 +42,6 @@ from .packstore import PackStore, read_dicts_file
 CHUNK = 10_000
 #: Stores with fewer records are verified in this process: forking workers would cost more.
 PARALLEL_MIN = 50_000
-_STORED_LEN = struct.Struct("<I").unpack_from
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,19 +258,18 @@ def _verify_records(data, start: int, end: int, read, name: str, base: int = 0) 
     problems: list[Problem] = []
     names, raw_types = codec.TYPE_NAMES, codec.RAW_TYPES
     id_digest, is_canonical = codec.id_digest, codec.is_canonical
-    head_size = codec.RECORD_HEAD_SIZE
     pos = start
     while pos < end:
         try:
             code, raw, body, size = read(data, pos, base)
         except CorruptObject as exc:
-            i = pos - base
-            hex_id = bytes(data[i + 20:i + 52]).hex()
+            raw, size = codec.record_span(data, pos - base, base)  # well framed: _walk said so
+            hex_id = raw.hex()
             msg = str(exc)
             kind = "checksum" if "checksum" in msg else "decode"
             problems.append(Problem(kind, f"object {hex_id} in pack {name} at offset {pos}: {msg}",
                                     hex_id, name, pos))
-            pos += head_size + _STORED_LEN(data, i + 16)[0]
+            pos += size
             continue
         type_name = names[code]
         if id_digest(type_name, body) != raw:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -30,8 +29,9 @@ import blake3
 import zstandard
 
 from .. import codec
-from ..errors import BadPack, CorruptObject, CtxError, InvalidInput, NotFound
+from ..errors import BadPack, CorruptObject, CtxError, NotFound
 from ..objects import links
+from ..userfiles import check_name, replace_user_file, user_file_error
 
 MAGIC = b"CTXPACK\x00"
 VERSION = 1
@@ -99,31 +99,13 @@ def _train(store, ids: list[str]) -> tuple[str, bytes] | None:
     return codec.compute_id("zdict", dictionary), dictionary
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _create_temp(path: str) -> tuple[int, str]:
-    """A new temporary file beside `path` (same file system, so the final rename is atomic)."""
-    where = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(where):
-        raise NotFound(f"cannot write pack {path}: no directory {where}")
-    try:
-        return tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=where)
-    except OSError as exc:
-        raise InvalidInput(f"cannot write pack {path}: {exc.strerror or exc}") from None
-
-
 def write_pack(store, path: str, refs: dict[str, str], object_ids: Iterable[str],
                prerequisites: Iterable[str] = (), *, level: int = 3, dictionary: bool = True,
                progress: Callable[[int], None] | None = None) -> PackSummary:
     """Write `object_ids` (plus a trained dictionary if it is worth one) and `refs` to `path`.
 
-    The file appears under `path` only when complete: written to a new temporary file in the
-    same directory, fsync'd, then renamed; on any failure the temporary file is removed.
-    NotFound if the directory does not exist, InvalidInput for other I/O errors.
+    The file appears under `path` only when complete (userfiles.replace_user_file): on any
+    failure PATH is as it was and no temporary file is left. IOFailure for an OSError.
     """
     ids = sorted(set(object_ids))
     trained = _train(store, ids) if dictionary else None
@@ -140,41 +122,27 @@ def write_pack(store, path: str, refs: dict[str, str], object_ids: Iterable[str]
     header = {"capabilities": sorted(caps), "dicts": sorted(dicts), "objects": len(ids),
               "prerequisites": prereqs, "refs": dict(sorted(refs.items()))}
     head = codec.pack_value(header)
-    fd, tmp = _create_temp(path)
     h = blake3.blake3()
     total = 0
-    try:
-        with open(fd, "wb") as f:
-            def emit(data: bytes) -> None:
-                nonlocal total
-                f.write(data)
-                h.update(data)
-                total += len(data)
+    with replace_user_file(path) as f:
+        def emit(data: bytes) -> None:
+            nonlocal total
+            f.write(data)
+            h.update(data)
+            total += len(data)
 
-            emit(_FRAME.pack(MAGIC, VERSION, len(head)) + head)
-            for n, obj_id in enumerate(ids, 1):
-                type_name, body = dicts[obj_id] if obj_id in dicts else store.get_raw(obj_id)
-                raw_size += len(body)
-                comp = plain if type_name == "zdict" else compressor
-                payload, code, dict_id = comp.compress(body)
-                emit(codec.encode_record(obj_id, type_name, payload, code, dict_id, len(body)))
-                if progress is not None and n % 1000 == 0:
-                    progress(n)
-            digest = h.digest()
-            f.write(digest)
-            total += len(digest)
-            f.flush()
-            os.fchmod(f.fileno(), 0o666 & ~_umask())
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise InvalidInput(f"cannot write pack {path}: {exc.strerror or exc}") from None
-        raise
+        emit(_FRAME.pack(MAGIC, VERSION, len(head)) + head)
+        for n, obj_id in enumerate(ids, 1):
+            type_name, body = dicts[obj_id] if obj_id in dicts else store.get_raw(obj_id)
+            raw_size += len(body)
+            comp = plain if type_name == "zdict" else compressor
+            payload, code, dict_id = comp.compress(body)
+            emit(codec.encode_record(obj_id, type_name, payload, code, dict_id, len(body)))
+            if progress is not None and n % 1000 == 0:
+                progress(n)
+        digest = h.digest()
+        f.write(digest)
+        total += len(digest)
     if progress is not None:
         progress(len(ids))
     return PackSummary(path, len(ids), total, raw_size, dict(sorted(refs.items())), prereqs,
@@ -217,6 +185,7 @@ def _bad(path: str, message: str) -> BadPack:
 def read_pack(path: str, limits: Limits = DEFAULT_LIMITS) -> ParsedPack:
     """Open a pack and check everything but the object bodies. Raises BadPack (NotFound if
     there is no such file)."""
+    check_name(path)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -227,7 +196,7 @@ def read_pack(path: str, limits: Limits = DEFAULT_LIMITS) -> ParsedPack:
     except FileNotFoundError:
         raise NotFound(f"no such pack file: {path}") from None
     except OSError as exc:
-        raise BadPack(f"cannot read pack {path}: {exc.strerror or exc}", path=path) from None
+        raise user_file_error(exc, path, "read") from None
     try:
         return _parse(path, data, size, limits)
     except BaseException:
