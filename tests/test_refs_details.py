@@ -51,7 +51,14 @@ def test_reflog_file_with_junk_lines(tmp_path):
     with open(tmp_path / "logs" / REF, "a") as f:
         f.write("garbage\n\n")
     refs.set_if_equals(REF, A, B, message="two")
-    assert [(e.old, e.new, e.message) for e in refs.reflog(REF)] == [(None, A, "one"), (A, B, "two")]
+    # damage is never skipped (issue 13): reading raises at the first bad line, naming it ...
+    with pytest.raises(CorruptStore, match=f"^{tmp_path / 'logs' / REF}:2: damaged reflog line 'garbage'"):
+        refs.reflog(REF)
+    # ... and fsck's collector gets every bad line (the empty one too) with the good entries
+    damaged: list = []
+    assert [(e.old, e.new, e.message) for e in refs.reflog(REF, damaged=damaged)] == \
+        [(None, A, "one"), (A, B, "two")]
+    assert [d.details["line"] for d in damaged] == [2, 3]
     assert refs.reflog("refs/sessions/none/main") == []
 
 
@@ -102,7 +109,6 @@ def test_iter_refs_by_prefix_and_skipping_non_refs(tmp_path):
         refs.set_if_equals(name, None, target)
     (tmp_path / (s1 + "main~")).write_text(A + "\n")  # an editor backup: not a ref name
     (tmp_path / (s1 + "lock.lock")).write_text(A + "\n")
-    (tmp_path / (s1 + "damaged")).write_text("not an id\n")
     assert list(refs.iter_refs(s1)) == [(s1 + "b/x", B), (s1 + "main", A)]
     assert list(refs.iter_refs("refs/sessions/")) == [(s1 + "b/x", B), (s1 + "main", A),
                                                       (s2 + "main", C)]
@@ -110,16 +116,22 @@ def test_iter_refs_by_prefix_and_skipping_non_refs(tmp_path):
     assert list(refs.iter_refs(s1 + "ma")) == [(s1 + "main", A)]  # a prefix of a name
     assert list(refs.iter_refs("refs/nothing/")) == []
     assert refs.reflog_names() == sorted(["refs/langgraph/t", s1 + "b/x", s1 + "main", s2 + "main"])
+    (tmp_path / (s1 + "damaged")).write_text("not an id\n")  # a ref's name, not a ref's content
+    with pytest.raises(CorruptStore, match=f"^{tmp_path / s1}/damaged:1: "):
+        list(refs.iter_refs(s1))
+    damaged: list = []
+    assert list(refs.iter_refs(s1, damaged=damaged)) == [(s1 + "b/x", B), (s1 + "main", A)]
+    assert [d.details["path"] for d in damaged] == [str(tmp_path / s1 / "damaged")]
 
 
 def test_a_ref_file_that_is_not_text_is_corrupt(tmp_path):
     refs = FileRefs(tmp_path)
     refs.set_if_equals(REF, None, A)
     (tmp_path / REF).write_bytes(b"\xff\xfe" + b"a" * 62)
-    with pytest.raises(CorruptStore, match=f"^{tmp_path / REF} is not text: not a ref$"):
+    with pytest.raises(CorruptStore, match=f"^{tmp_path / REF}:1: not text, so not a ref$"):
         refs.read(REF)
     (tmp_path / REF).write_text("abc\n")
-    with pytest.raises(CorruptStore, match=f"^ref {REF} holds 'abc', not an object id$"):
+    with pytest.raises(CorruptStore, match=f"^{tmp_path / REF}:1: ref {REF} holds 'abc', not an object id$"):
         refs.read(REF)
 
 

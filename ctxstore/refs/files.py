@@ -30,8 +30,8 @@ _REFLOG_SHAPE = "'<old id> <new id> <unix ms> <actor>\\t<message>'"
 
 
 def _parse_entry(line: str) -> ReflogEntry | None:
-    """One reflog line without its newline, or None if it is not one (docs/format.md)."""
-    head, tab, msg = line.partition("\t")
+    """One reflog line (its newline optional), or None if it is not one (docs/format.md)."""
+    head, tab, msg = line.removesuffix("\n").partition("\t")
     parts = head.split(" ")
     if not tab or len(parts) != 4:
         return None
@@ -153,10 +153,9 @@ class FileRefs(RefStore):
             lines.append(tail)
         entries = []
         for n, raw in enumerate(lines, 1):
-            try:
-                entry = _parse_entry(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                entry = None
+            # ids, time and actor are ASCII and checked; a stray byte in the free-text message
+            # hides nothing (it reads as U+FFFD)
+            entry = _parse_entry(raw.decode("utf-8", "replace"))
             if entry is None or (tail and n == len(lines)):
                 why = "no newline at the end" if entry is not None else f"expected {_REFLOG_SHAPE}"
                 _damaged(path, n, f"damaged reflog line {raw[:100].decode('utf-8', 'replace')!r} "
