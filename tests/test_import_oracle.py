@@ -72,11 +72,6 @@ def test_whole_corpus_reimport_adds_nothing_and_exports_json_equal(corpus, tmp_p
     assert checked >= len(list(corpus.glob("*/*.jsonl")))  # every top-level transcript at least
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known: the first put of a process that opened the store does not see objects in the "
-    "active pack it has not scanned yet (PackStore._known, refresh=False), so re-importing "
-    "appends a duplicate record of the first session object (108 bytes). Remove this mark "
-    "when fixed: strict, so the fix shows up as XPASS."))
 def test_whole_corpus_reimport_writes_not_one_byte(corpus, tmp_path):
     _, _, before, after = _import_twice(corpus, tmp_path)
     assert sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)) == []
