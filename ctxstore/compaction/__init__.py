@@ -11,8 +11,9 @@ every state projection does — does not import the engine, the checks and the s
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazyattrs import lazy_attributes
 
 _LAZY = {
     "RangeFacts": ".checks", "Verdict": ".checks", "run_checks": ".checks",
@@ -39,17 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .text import event_text
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 
 __all__ = [

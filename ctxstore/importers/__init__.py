@@ -25,8 +25,9 @@ neutral, detect, export, porcelain. docs/import-export.md has the mapping tables
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazyattrs import lazy_attributes
 
 #: Loaded on first use (PEP 562): `ctx log` reads `importers.records` and must not pay for
 #: importing every harness's importer.
@@ -41,13 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .porcelain import discover, import_paths
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 __all__ = ["FORMATS", "ImportReport", "SessionStats", "detect_format", "discover",
            "export_session", "import_paths"]
