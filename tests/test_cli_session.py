@@ -130,6 +130,12 @@ def test_status_lists_sessions_when_head_has_none(ctx, tmp_path):
     assert st["head"] is None and st["sessions"] == 1
     sid = st["recent_sessions"][0]["id"]
     assert sid[:12] in out
+    # commands that need HEAD say where to go instead of only that HEAD is unborn
+    err = ctx.fails(5, "state")
+    assert "does not point to an event yet" in err and "1 session(s)" in err
+    assert "ctx checkout SESSION" in err
+    ctx("checkout", sid)
+    assert "imported prompt" in ctx("state").stdout
 
 
 def test_checkout_session_attaches_to_main(ctx):

@@ -79,7 +79,12 @@ def _base(repo: Repository, text: str) -> Resolved:
     if ref is not None:
         target = repo.refs.read(ref)
         if target is None:
-            raise BadRevision(f"{text} does not point to an event yet")
+            hint = ""
+            if ref == HEAD and (n := len(repo.session_ids())):
+                # after `ctx import` into a fresh store HEAD is still unborn: say where to go
+                hint = (f": the store has {n} session(s); `ctx checkout SESSION` attaches to "
+                        f"one (`ctx sessions` lists them)")
+            raise BadRevision(f"{text} does not point to an event yet{hint}")
         if ref == HEAD:
             ref = repo.refs.read_head().ref  # None when detached
         return Resolved(target, ref)
