@@ -5,13 +5,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from typing import TYPE_CHECKING
 
 import click
 
 from ctxstore.clock import iso_from_ms, parse_when
 from ctxstore.porcelain import compaction as pco
 from ctxstore.porcelain import history as ph
-from ctxstore.porcelain.search import EventFilter, grep, grep_tips, visible_parents
 from ctxstore.refs import split_branch_ref
 
 from . import output
@@ -27,6 +27,9 @@ from .render import (
     style,
 )
 
+if TYPE_CHECKING:
+    from ctxstore.porcelain.search import EventFilter
+
 
 def _decorations(repo) -> dict[str, list[str]]:
     cur = repo.current()
@@ -41,6 +44,8 @@ def _decorations(repo) -> dict[str, list[str]]:
 
 
 def _event_filter(types, actors, grep, ignore_case, since, until, bookkeeping) -> EventFilter:
+    from ctxstore.porcelain.search import EventFilter  # start-up: only `log` filters
+
     try:
         pattern = re.compile(grep, re.IGNORECASE if ignore_case else 0) if grep else None
     except re.error as exc:
@@ -145,6 +150,8 @@ def log_cmd(state, rev, n, oneline, graph, all_, first_parent, types, actors, gr
     tools = _tool_names(walked)
     parents = None
     if flt.active:  # hidden events: the graph skips over them, their labels move down
+        from ctxstore.porcelain.search import visible_parents
+
         parents, nearest = visible_parents(walked, {i for i, _ in events})
         for tip, names in list(deco.items()):
             for anc in nearest.get(tip, ()):
@@ -302,6 +309,8 @@ def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only,
                            re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         raise click.BadParameter(f"not a regular expression: {exc}", param_hint="PATTERN") from None
+    from ctxstore.porcelain.search import grep, grep_tips
+
     repo = state.repo
     tips = grep_tips(repo, rev, all_)
     hits = grep(repo, regex, tips)

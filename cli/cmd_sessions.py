@@ -6,9 +6,6 @@ import sys
 
 import click
 
-from ctxstore.porcelain import sessions as ps
-from ctxstore.porcelain.history import status as status_of
-from ctxstore.porcelain.inputs import open_input
 from ctxstore.refs import DEFAULT_BRANCH, branch_ref
 
 from .main import cli
@@ -110,6 +107,9 @@ def append_cmd(state, event_type: str | None, actor: str, payload: str | None,
       ctx append --batch events.jsonl
     A malformed batch line aborts the whole batch (nothing is appended) and names its line.
     """
+    from ctxstore.porcelain import sessions as ps  # start-up: `ctx status` never loads the writers
+    from ctxstore.porcelain.inputs import open_input
+
     repo = state.repo
     if batch is not None:
         if event_type:
@@ -147,6 +147,8 @@ def status_cmd(state, as_json: bool) -> None:
       ctx status
       ctx status --json | jq -r .session
     """
+    from ctxstore.porcelain.history import status as status_of
+
     info = status_of(state.repo)
     if as_json:
         emit_json(info)

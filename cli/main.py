@@ -37,8 +37,7 @@ class State:
     @property
     def repo(self) -> Repository:
         if self._repo is None:
-            from ctxstore.repo import Repository
-            from ctxstore.repo.transaction import command_line
+            from ctxstore.repo.repository import Repository, command_line
 
             self._repo = Repository.discover(self.store_path)
             self._repo.command = command_line(["ctx", *(self.argv or [])])

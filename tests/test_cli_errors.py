@@ -159,23 +159,23 @@ def test_failed_export_keeps_existing_output(ctx, tmp_path):
 
 def test_os_error_backstop(ctx, tmp_path, monkeypatch):
     """An OSError that escapes a command is one line `<strerror>: <filename>`, exit 16."""
-    from ctxstore.cli import cmd_sessions
+    from ctxstore.porcelain import history as ph
 
     def broken(repo):
         raise OSError(28, "No space left on device", "/some/file")
 
-    monkeypatch.setattr(cmd_sessions, "status_of", broken)
+    monkeypatch.setattr(ph, "status", broken)
     err = assert_one_line_error(run(tmp_path, "status"), IOFailure.exit_code)
     assert err == "ctx: error: No space left on device: /some/file\n"
 
 
 def test_programming_errors_are_not_swallowed(ctx, tmp_path, monkeypatch):
-    from ctxstore.cli import cmd_sessions
+    from ctxstore.porcelain import history as ph
 
     def buggy(repo):
         raise KeyError("bug")
 
-    monkeypatch.setattr(cmd_sessions, "status_of", buggy)
+    monkeypatch.setattr(ph, "status", buggy)
     res = run(tmp_path, "status")
     assert isinstance(res.exception, KeyError)
 

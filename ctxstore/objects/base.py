@@ -33,7 +33,9 @@ class StoredObject:
 
 
 #: Types whose classes live in a module that is imported when first needed (objects/__init__).
-_LAZY_TYPES = {"message": "ctxstore.objects.message", "artifact": "ctxstore.objects.message"}
+_LAZY_TYPES = {"message": "ctxstore.objects.message", "artifact": "ctxstore.objects.message",
+               "compaction": "ctxstore.objects.compaction",
+               "operation": "ctxstore.objects.operation"}
 
 
 def class_for(type_name: str) -> type[StoredObject] | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import BadRevision
-from ..objects import Compaction
 from ..repo import Repository
 
 if TYPE_CHECKING:  # the engine is imported by compact and merge only, not by `ctx log`
@@ -61,6 +60,8 @@ def compacted_events(repo: Repository, events) -> dict[str, str]:
     for _eid, ev in events:
         if ev.type == "CompactionCompleted" and ev.causality.get("compaction_id"):
             cid = ev.causality["compaction_id"]
+            from ..objects.compaction import Compaction
+
             rec = repo.store.get(cid)
             if isinstance(rec, Compaction):
                 for sid in rec.source_event_ids:

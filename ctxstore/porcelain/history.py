@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..chunking import open_content
 from ..errors import RefNotFound
-from ..importers.records import event_line
-from ..objects import Artifact, Event, Message, StoredObject, thaw
+from ..objects import Event, StoredObject, thaw
 from ..refs import HEAD, check_ref_name, split_branch_ref
 from ..repo import Repository
 from ..repo.revparse import reflog_ref_name, resolve_event, resolve_object
-from .listing import session_entries
-from .search import EventFilter, filtered
 from .session_meta import read_meta
+
+if TYPE_CHECKING:
+    from ..objects.message import Message
+    from .search import EventFilter
 
 
 def event_dict(eid: str, ev: Event) -> dict[str, Any]:
@@ -45,6 +45,8 @@ def log(repo: Repository, rev: str | None = None, n: int | None = None,
         if walked is not None:
             walked.extend(events)
         return events
+    from .search import filtered
+
     return filtered(repo.graph.walk(tips, first_parent=first_parent), flt, n, walked)
 
 
@@ -52,12 +54,16 @@ def message_of(repo: Repository, ev: Event) -> Message | None:
     """The message an event names (`causality.message_id`), or None."""
     mid = ev.causality.get("message_id")
     if isinstance(mid, str) and mid in repo.store:
+        from ..objects.message import Message
+
         return repo.store.get_typed(mid, Message)
     return None
 
 
 def _text_preview(repo: Repository, content_id: str, limit: int = 8192) -> str | None:
     """The first `limit` bytes of an artifact's content as text; None when it is binary."""
+    from ..chunking import open_content
+
     with open_content(repo.store, content_id) as f:
         head = f.read(limit)
     try:
@@ -98,14 +104,19 @@ def show(repo: Repository, rev: str, source: bool = False) -> dict[str, Any]:
     if isinstance(obj, Event):
         info["session"] = repo.session_of_event(obj_id)
         if source:
+            from ..importers.records import event_line
+
             info["source_line"] = event_line(repo.store, obj.payload, obj.causality)
         if obj.type in ("ToolCallFinished", "ToolCallFailed"):
             info["tool_name"] = obj.payload.get("name") or _call_name(repo, obj)
-    if isinstance(obj, Artifact):
+    # by type name, not isinstance: showing an event without a message never loads message.py
+    if type_name == "artifact":
         info["preview"] = _text_preview(repo, obj.content)
     mid = obj.causality.get("message_id") if isinstance(obj, Event) else None
-    msg = obj if isinstance(obj, Message) else None
+    msg = obj if type_name == "message" else None
     if isinstance(mid, str) and mid in repo.store:
+        from ..objects.message import Message
+
         msg = repo.store.get_typed(mid, Message)
         info["message"] = {"id": mid, **msg.to_dict()}
     refs = []
@@ -119,6 +130,8 @@ def show(repo: Repository, rev: str, source: bool = False) -> dict[str, Any]:
     info["artifacts"] = {}
     for ref in refs:
         if ref in repo.store:
+            from ..objects.message import Artifact
+
             art = repo.store.get_typed(ref, Artifact)
             info["artifacts"][ref] = art.to_dict()
     return info
@@ -187,6 +200,8 @@ def status(repo: Repository, recent: int = 5) -> dict[str, Any]:
         info["events"] = ev.generation
         info["last_event"] = {"type": ev.type, "ts": ev.ts}
     else:
+        from .listing import session_entries  # projects state for titles: only when needed
+
         sessions = sorted(session_entries(repo), key=lambda e: e.last_activity, reverse=True)
         info["sessions"] = len(sessions)
         info["recent_sessions"] = [s.to_dict() for s in sessions[:recent]]

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..chunking import open_content
 from ..clock import parse_ts
 from ..errors import CtxError
-from ..objects import Artifact, Event, Message
+from ..objects import Event
 from ..objects.frozen import thaw
 from ..refs import HEAD
 from ..repo import Repository, iter_session_refs
@@ -206,6 +205,8 @@ def _event_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: str
     if isinstance(mid, str) and mid not in seen:
         seen.add(mid)
         stats.messages += 1
+        from ..objects.message import Message  # start-up: `ctx log` filters need none of it
+
         msg = repo.store.get_typed(mid, Message)
         for block in msg.blocks:
             kind = block.KIND
@@ -235,6 +236,8 @@ def _event_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: str
 def _artifact_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: str, ev: Event,
                    aid: str, stats: GrepStats) -> Iterator[Hit]:
     try:
+        from ..objects.message import Artifact
+
         art = repo.store.get_typed(aid, Artifact)
     except CtxError:
         stats.skipped_artifacts.append(aid)  # fsck's business; grep names it and goes on
@@ -243,6 +246,8 @@ def _artifact_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: 
         stats.skipped_artifacts.append(aid)
         return
     stats.artifacts += 1
+    from ..chunking import open_content
+
     with open_content(repo.store, art.content) as f:
         data = f.read()
     try:

@@ -9,8 +9,7 @@ tips and `restore` can put them back until gc expires those entries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import BadRevision, InvalidInput, NotFound, RefConflict
 from ..refs import SESSIONS_PREFIX, split_branch_ref
@@ -25,8 +24,7 @@ def meta_ref(session_id: str) -> str:
     return f"{META_PREFIX}{session_id}"
 
 
-@dataclass(frozen=True)
-class SessionMeta:
+class SessionMeta(NamedTuple):  # not a dataclass: ~10x cheaper to define at start-up
     session: str
     title: str
     tags: tuple[str, ...]

@@ -8,13 +8,16 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import now_iso
 from ..errors import InvalidInput
 from ..objects import is_valid_event_type
-from ..repo import Repository, Transaction, iter_session_refs
+from ..repo import Repository, iter_session_refs
 from .inputs import open_input
+
+if TYPE_CHECKING:
+    from ..repo import Transaction
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import abc
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import CorruptStore, RefConflict
 from .names import HEAD, check_ref_name
@@ -20,8 +20,7 @@ from .names import HEAD, check_ref_name
 ZERO = "0" * 64
 
 
-@dataclass(frozen=True, slots=True)
-class ReflogEntry:
+class ReflogEntry(NamedTuple):  # not a dataclass: ~10x cheaper to define at start-up
     old: str | None
     new: str | None
     ts_ms: int
@@ -33,8 +32,7 @@ class ReflogEntry:
                 "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
+class Head(NamedTuple):  # not a dataclass: ~10x cheaper to define at start-up
     """HEAD: `ref` set when symbolic (the branch may not exist yet), `target` the event it names."""
 
     ref: str | None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import BadRevision
 from ..objects import Event
@@ -20,8 +20,7 @@ from ..store import ObjectStore
 _A, _B, _STALE = 1, 2, 4
 
 
-@dataclass(frozen=True)
-class GraphDiff:
+class GraphDiff(NamedTuple):  # not a dataclass: ~10x cheaper to define at start-up
     base: str | None  # the best merge base (highest generation), None if unrelated
     only_a: list[str]  # newest first
     only_b: list[str]

@@ -8,7 +8,7 @@ prefix. A session object's id resolves to that session's `main` tip, so "REV may
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import BadRevision, NotFound
 from ..objects import Session
@@ -18,8 +18,7 @@ from .repository import Repository
 _SUFFIX = re.compile(r"(~\d*|\^\d*|@\{\d+\})")
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):  # not a dataclass: ~10x cheaper to define at start-up
     """An event id, plus the ref it came from when the revision named one."""
 
     id: str

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -595,14 +594,5 @@ def check_event(type: str, payload: Any) -> None:
         raise InvalidInput("an event payload must be a JSON object")
 
 
-def command_line(argv: list[str] | None = None) -> str:
-    """The command line an operation records: `ctx reset main~2`."""
-    import shlex
-
-    argv = sys.argv if argv is None else argv
-    prog = os.path.basename(argv[0]) if argv else "ctx"
-    return shlex.join(["ctx" if prog in ("ctx", "__main__.py", "-m") else prog, *argv[1:]])
-
-
 __all__ = ["BranchAppend", "Journal", "Move", "Transaction", "apply_journal", "check_event",
-           "command_line", "roll_forward"]
+           "roll_forward"]

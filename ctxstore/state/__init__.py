@@ -13,9 +13,16 @@ Entry points for the integrator:
 only to read the text of user prompts, falling back to the event's `payload.text` preview.
 """
 
-from .diff import DIFF_SECTIONS, state_diff
-from .folds import FOLDS, fold, no_messages, project
-from .model import PLAN_STATUSES, STATE_FORMAT, AgentState, snapshot_value, state_from_snapshot
+from ..lazyattrs import lazy_attributes
+
+# Submodules load on first use: `ctx log` renders a tool call with `state.tools` alone and must
+# not pay for the folds.
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), {
+    **dict.fromkeys(("DIFF_SECTIONS", "state_diff"), ".diff"),
+    **dict.fromkeys(("FOLDS", "fold", "no_messages", "project"), ".folds"),
+    **dict.fromkeys(("PLAN_STATUSES", "STATE_FORMAT", "AgentState", "snapshot_value",
+                     "state_from_snapshot"), ".model"),
+})
 
 __all__ = [
     "DIFF_SECTIONS", "FOLDS", "PLAN_STATUSES", "STATE_FORMAT", "AgentState", "fold",
