@@ -7,7 +7,6 @@ import sys
 import click
 
 from ctxstore.porcelain import context as pc
-from ctxstore.porcelain.inputs import open_input
 
 from .main import cli
 from .render import emit_json, short, style
@@ -238,6 +237,8 @@ def artifact_add(state, file, kind, summary, as_json) -> None:
       ctx artifact add build.log --kind log --summary "CI run 812"
       ctx artifact add screenshot.png --kind image --json
     """
+    from ctxstore.porcelain.inputs import open_input
+
     open_input(file).close()  # missing: NotFound (3); unreadable: IOFailure (16)
     res = pc.artifact_add(state.repo, file, kind, summary)
     if res["event"] is None:

@@ -28,7 +28,7 @@ from .render import (
 )
 
 if TYPE_CHECKING:
-    from ctxstore.porcelain.search import EventFilter
+    from ctxstore.porcelain.eventfilter import EventFilter
 
 
 def _decorations(repo) -> dict[str, list[str]]:
@@ -44,7 +44,7 @@ def _decorations(repo) -> dict[str, list[str]]:
 
 
 def _event_filter(types, actors, grep, ignore_case, since, until, bookkeeping) -> EventFilter:
-    from ctxstore.porcelain.search import EventFilter  # start-up: only `log` filters
+    from ctxstore.porcelain.eventfilter import EventFilter
 
     try:
         pattern = re.compile(grep, re.IGNORECASE if ignore_case else 0) if grep else None
@@ -63,9 +63,12 @@ def _when(text: str | None, option: str):
     return when
 
 
-def _session_cwd(repo, event_id: str | None) -> str:
-    """The cwd of the session an event belongs to: tool paths are shown relative to it."""
-    sid = repo.session_of_event(event_id) if event_id else None
+def _session_cwd(repo, event_id: str | None, rev: str | None = None) -> str:
+    """The cwd of the session an event belongs to: tool paths are shown relative to it. With
+    no REV the events are HEAD's, whose branch already names the session (no walk to a mark)."""
+    cur = repo.current() if rev is None else None
+    sid = cur.session if cur is not None and cur.session else (
+        repo.session_of_event(event_id) if event_id else None)
     return repo.session(sid).cwd if sid else ""
 
 
@@ -146,11 +149,11 @@ def log_cmd(state, rev, n, oneline, graph, all_, first_parent, types, actors, gr
         return
     output.page()
     deco = _decorations(repo)
-    cwd = _session_cwd(repo, events[0][0] if events else None)
+    cwd = _session_cwd(repo, events[0][0] if events else None, rev)
     tools = _tool_names(walked)
     parents = None
     if flt.active:  # hidden events: the graph skips over them, their labels move down
-        from ctxstore.porcelain.search import visible_parents
+        from ctxstore.porcelain.eventfilter import visible_parents
 
         parents, nearest = visible_parents(walked, {i for i, _ in events})
         for tip, names in list(deco.items()):

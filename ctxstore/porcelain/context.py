@@ -7,19 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadRevision, InvalidInput, NotFound
-from ..objects import Artifact
 from ..refs import HEAD, split_branch_ref
 from ..repo import Repository
 from ..repo.revparse import resolve
-from ..state import AgentState, state_diff
 from ..state.projector import Projector
-from ..trace import stats as stats_of
-from ..trace import trace as trace_of
-from ..userfiles import check_name, user_file_error
 
 if TYPE_CHECKING:  # the manager and context compiler load only for `ctx context`
     from ..context import ContextBundle
     from ..manager import ContextManager
+    from ..state.model import AgentState
 
 FORMATS = ("neutral", "openai", "anthropic")
 
@@ -91,21 +87,29 @@ def _first_parent_history(repo: Repository, eid: str):
 
 def trace(repo: Repository, rev: str | None = None) -> dict[str, Any]:
     _, _, eid = locate(repo, rev)
+    from ..trace import trace as trace_of
+
     return trace_of(Projector(repo).project(eid), _first_parent_history(repo, eid))
 
 
 def stats(repo: Repository, rev: str | None = None) -> dict[str, Any]:
     sid, _, eid = locate(repo, rev)
     window = int(repo.session(sid).config.get("context_window", 0))
+    from ..trace import stats as stats_of
+
     return stats_of(_first_parent_history(repo, eid), window)
 
 
 def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:
+    from ..state.diff import state_diff
+
     return state_diff(state(repo, a), state(repo, b))
 
 
 def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str = "") -> dict:
     from ..chunking import put_artifact_content
+    from ..objects.message import Artifact
+    from ..userfiles import check_name, user_file_error
 
     p = Path(check_name(path))
     try:

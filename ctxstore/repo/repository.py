@@ -25,7 +25,7 @@ from ..refs import (
     split_branch_ref,
 )
 from ..store import MemoryStore, ObjectStore
-from .eventcache import EventCache
+from .eventcache import SESSION_MARK_EVERY, EventCache
 from .graph import EventGraph
 
 if TYPE_CHECKING:
@@ -168,14 +168,17 @@ class Repository:
         append transactions) or a memoised answer, so it is short; without marks it goes to
         the root once per process."""
         walked: list[str] = []
-        sid: str | None = self._session_memo.get(event_id) or self.session_marks.get(event_id)
+        sid: str | None = self._session_memo.get(event_id)
         if sid is not None:
             return sid
         for eid, ev in self.graph.first_parents(event_id):
-            if walked:  # the start was looked up above
-                sid = self._session_memo.get(eid) or self.session_marks.get(eid)
-                if sid is not None:
-                    break
+            sid = self._session_memo.get(eid)
+            # marks exist only where they are written: looking elsewhere costs a cache-file
+            # open per event (a quarter of `ctx show HEAD` on a 1k-event session)
+            if sid is None and ev.generation % SESSION_MARK_EVERY == 0:
+                sid = self.session_marks.get(eid)
+            if sid is not None:
+                break
             walked.append(eid)
             if not ev.parents:
                 found = ev.payload.get("session")

@@ -13,12 +13,17 @@ not name a readable snapshot of the event it is keyed by is ignored, never trust
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import CtxError, NotFound
-from ..objects import Event, Message
+from ..objects import Event
 from ..repo import Repository
 from ..repo.eventcache import EventCache
-from .folds import project
 from .model import AgentState, snapshot_value, state_from_snapshot
+from .projection_cache import ProjectionCache
+
+if TYPE_CHECKING:
+    from ..objects.message import Message
 
 #: Snapshots are written at events whose generation is a multiple of this.
 SNAPSHOT_EVERY = 256
@@ -30,9 +35,12 @@ class Projector:
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
         self.snapshots = EventCache(repo.path, "snapshots")
+        self.recent = ProjectionCache(repo.path)
 
     def message(self, mid: str) -> Message | None:
         """The message with this id, or None if absent or not a message."""
+        from ..objects.message import Message
+
         try:
             obj = self.repo.store.get(mid)
         except NotFound:
@@ -41,11 +49,17 @@ class Projector:
 
     def project(self, tip: str, *, use_snapshots: bool = True) -> AgentState:
         """The state at event TIP: a fold of its first-parent chain, starting from the newest
-        cached snapshot on it (with use_snapshots=False: from the root, writing nothing)."""
+        cached projection or snapshot on it (with use_snapshots=False: from the root, writing
+        nothing)."""
         graph = self.repo.graph
         chain: list[tuple[str, Event]] = []
         start: AgentState | None = None
+        recent = self.recent.ids() if use_snapshots else ()
         for eid, ev in graph.first_parents(tip):
+            if eid in recent:
+                start = self._load_recent(eid)
+                if start is not None:
+                    break
             # snapshots exist only where they are written: looking elsewhere would cost a
             # cache-file open per event (hundreds per `ctx state`)
             if use_snapshots and ev.generation % SNAPSHOT_EVERY == 0:
@@ -57,6 +71,8 @@ class Projector:
         chain.reverse()
         if not chain and start is not None:
             return start
+        from .folds import project  # start-up: a cached projection needs no fold
+
         state = start
         done = 0
         for i, (eid, ev) in enumerate(chain):
@@ -66,7 +82,13 @@ class Projector:
                 self._save_snapshot(eid, state)
         if done < len(chain) or state is None:
             state = project(chain[done:], start=state, messages=self.message)
+        if use_snapshots and chain and chain[-1][0] == tip:
+            self.recent.save(tip, snapshot_value(state))
         return state
+
+    def _load_recent(self, event_id: str) -> AgentState | None:
+        value = self.recent.load(event_id)
+        return state_from_snapshot(value) if value is not None else None
 
     def _load_snapshot(self, event_id: str) -> AgentState | None:
         sid = self.snapshots.get(event_id)

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..lazyattrs import LazyPattern
+
 #: Effect kinds the state understands.
 EFFECT_KINDS = ("read", "modify", "plan", "plan_add", "plan_status", "plan_text", "spawn",
                 "search", "fetch", "exec")
@@ -73,7 +75,7 @@ def default_outcome(text: str, is_error: bool) -> str:
     return DENIED if is_denial(text) else ERROR
 
 
-_DENIAL = re.compile(r"doesn't want to (?:proceed with this tool use|take this action)|"
+_DENIAL = LazyPattern(r"doesn't want to (?:proceed with this tool use|take this action)|"
                      r"tool use was rejected|"
                      r"permission (?:to use \S+ )?(?:was |has been )?denied|user denied",
                      re.IGNORECASE)
@@ -269,7 +271,7 @@ def _task_update(args: Any) -> tuple[Effect, ...]:
     return (Effect("plan_status", path=str(tid).lstrip("#"), op=_status(status)),)
 
 
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?(.+?)\s*$")
+_LIST_ITEM = LazyPattern(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?(.+?)\s*$")
 
 
 def _plan_text(args: Any) -> tuple[Effect, ...]:
@@ -287,7 +289,7 @@ def _spawn(args: Any) -> tuple[Effect, ...]:
 
 # -- apply_patch (Codex) ----------------------------------------------------------------------
 
-_PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$",
+_PATCH_HEADER = LazyPattern(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$",
                            re.MULTILINE)
 _OPS = {"Add": "add", "Update": "update", "Delete": "delete"}
 
@@ -310,7 +312,7 @@ def patch_files(patch: str) -> tuple[Effect, ...]:
     return tuple(Effect("modify", p, f"{op}: +{a} -{r} lines", op=op) for p, op, a, r in out)
 
 
-_HEREDOC = re.compile(r"(?:^|[\s;&|(])apply_patch\b")
+_HEREDOC = LazyPattern(r"(?:^|[\s;&|(])apply_patch\b")
 
 
 def _patch_in_command(cmd: Any) -> str:
@@ -344,7 +346,7 @@ def _apply_patch_tool(args: Any) -> tuple[Effect, ...]:
     return patch_files(args) if isinstance(args, str) else ()
 
 
-_EXIT = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code|Command exited with code)\s*(-?\d+)")
+_EXIT = LazyPattern(r"(?:^|\n)(?:Exit code:|Process exited with code|Command exited with code)\s*(-?\d+)")
 
 
 def _unwrap(text: str) -> tuple[str, int | None]:
