@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.bench_cli                  # full: 100k events, 9 runs each
     .venv/bin/python -m benchmarks.bench_cli --quick          # 20k events, 3 runs each
     .venv/bin/python -m benchmarks.bench_cli --before DIR     # also measure the checkout in DIR
+    .venv/bin/python -m benchmarks.bench_cli --instructions   # also count instructions (valgrind)
 
 One table, every row measured in this run:
 
@@ -20,6 +21,11 @@ baseline, or the 1k-event run), so that load from other processes weighs on both
 `cpu ms` (user + sys of the child) is printed beside wall time: on a loaded machine it is the
 steadier of the two. Peak RSS is the child's ru_maxrss; the children are forked by a small
 helper process, since ru_maxrss counts the memory of the process forked from.
+
+`--instructions` adds `instr x baseline` to the start-up rows: instructions executed by the
+whole process, counted once under valgrind's callgrind, over the baseline's. Unlike wall and cpu
+time it does not move with the load other processes put on the machine, so it is the figure to
+compare across runs on a shared machine.
 
 `--before DIR` measures another checkout (e.g. `git worktree add /tmp/h14a-before e91a150`)
 with this venv's interpreter and libraries, on stores that checkout writes itself (an older
@@ -164,12 +170,22 @@ def _pair(spawner: Spawner, a: tuple[list[str], dict], b: tuple[list[str], dict]
     return sa, sb
 
 
+def _instructions(argv: list[str], env: dict[str, str], cwd: Path) -> int | None:
+    """Instructions one run of ARGV executes (callgrind), or None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    res = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                         env=env, cwd=str(cwd), capture_output=True, text=True, check=True)
+    found = [line for line in res.stderr.splitlines() if "Collected :" in line]
+    return int(found[-1].rsplit(":", 1)[1]) if found else None
+
+
 def _ctx(store: Path) -> list[str]:
     return [sys.executable, "-c", "import sys; from ctxstore.cli.main import main; "
             "sys.argv[0] = 'ctx'; main()", "--store", str(store)]
 
 
-def run(quick: bool = False, before: Path | None = None) -> list[dict]:
+def run(quick: bool = False, before: Path | None = None, instructions: bool = False) -> list[dict]:
     small, large = 1_000, (20_000 if quick else 100_000)
     runs = 3 if quick else 9
     trees: list[tuple[str, Path | None]] = [("after", None)]
@@ -187,6 +203,7 @@ def run(quick: bool = False, before: Path | None = None) -> list[dict]:
             _session_with(tree, tmp / label / "small", small)
             _session_with(tree, tmp / label / "large", large)
         baseline = ([sys.executable, "-c", BASELINE], _env(None))
+        base_instr = _instructions(*baseline, tmp) if instructions else None
         base_samples: list = []
         startup: list[dict] = []
         for label, tree in trees:
@@ -197,10 +214,13 @@ def run(quick: bool = False, before: Path | None = None) -> list[dict]:
                 base_samples += sb
                 b, m = _stats(sb), _stats(sm)
                 ratio = m["wall"] / b["wall"]
+                instr = (_instructions(_ctx(tmp / label / "small") + args, env, tmp)
+                         if base_instr else None)
                 startup.append({"benchmark": "start-up", "command": "ctx " + " ".join(args),
                                 "code": label, "wall ms": m["wall"] * 1e3,
                                 "cpu ms": m["cpu"] * 1e3, "peak RSS MiB": m["rss"] / 1024,
                                 "x baseline": ratio, "cpu x baseline": m["cpu"] / b["cpu"],
+                                **({"instr x baseline": instr / base_instr} if instr else {}),
                                 "target": "<= 1.6x", "ok": ratio <= 1.6})
         base = _stats(base_samples)
         rows.append({"benchmark": "start-up", "command": f'python -c "{BASELINE}"',
@@ -232,7 +252,8 @@ def main() -> None:
     before = None
     if "--before" in sys.argv:
         before = Path(sys.argv[sys.argv.index("--before") + 1]).resolve()
-    run_and_print(lambda quick: run(quick, before), "ctx start-up and store size")
+    instructions = "--instructions" in sys.argv
+    run_and_print(lambda quick: run(quick, before, instructions), "ctx start-up and store size")
 
 
 if __name__ == "__main__":
