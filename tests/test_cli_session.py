@@ -189,3 +189,21 @@ def test_session_rm_is_one_undoable_operation(ctx):
     ctx("undo")
     info = next(s for s in ctx.json("sessions") if s["id"] == a)
     assert info["title"] == "kept" and set(info["branches"]) == {"main", "alt"}
+
+
+def test_pack_of_a_session_carries_its_title_and_tags(ctx, tmp_path):
+    """`ctx pack SESSION` (and of HEAD's session) includes refs/session-meta/<sid>, so the
+    session arrives renamed and tagged; the other session's metadata stays behind."""
+    a, b = _two_sessions(ctx)
+    ctx("session", "rename", a[:8], "parser work")
+    ctx("session", "tag", a[:8], "review")
+    ctx("session", "rename", b[:8], "not packed")
+    out = str(tmp_path / "a.ctxpack")
+    ctx("pack", a[:8], "-o", out)
+    dst = Ctx(tmp_path / "dst")
+    dst("init", str(tmp_path / "dst"))
+    names = {r["name"] for r in dst.json("unpack", out)["refs"]}
+    assert f"refs/session-meta/{a}" in names and f"refs/session-meta/{b}" not in names
+    info = {s["id"]: s for s in dst.json("sessions")}
+    assert list(info) == [a]
+    assert info[a]["title"] == "parser work" and info[a]["tags"] == ["review"]

@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 from ..errors import BadRevision, NotFound
 from ..objects import links
-from ..refs import HEAD
+from ..refs import HEAD, split_branch_ref
 from ..repo import Repository
 from ..repo.revparse import resolve_event, resolve_ref_name
 from ..transfer import packfile
 from ..transfer import unpack as unpack_mod
 from ..transfer.packfile import DEFAULT_LIMITS, Limits, PackSummary
+from .session_meta import meta_ref
 
 Progress = Callable[[str, int, int], None]
 
@@ -26,7 +27,8 @@ def select_refs(repo: Repository, revs: list[str], all_refs: bool = False) -> di
         cur = repo.current()
         if cur.session is None:
             raise BadRevision("HEAD is not on a session branch: name what to pack, or use --all")
-        return {f"refs/sessions/{cur.session}/{b}": t for b, t in repo.branches(cur.session).items()}
+        return _with_meta(repo, {f"refs/sessions/{cur.session}/{b}": t
+                                 for b, t in repo.branches(cur.session).items()})
     out: dict[str, str] = {}
     for rev in revs:
         ref = resolve_ref_name(repo, rev)
@@ -43,6 +45,20 @@ def select_refs(repo: Repository, revs: list[str], all_refs: bool = False) -> di
             raise BadRevision(f"{rev!r} is neither a branch nor a session") from None
         for b, t in repo.branches(sid).items():
             out[f"refs/sessions/{sid}/{b}"] = t
+    return _with_meta(repo, out)
+
+
+def _with_meta(repo: Repository, refs: dict[str, str]) -> dict[str, str]:
+    """REFS plus the metadata ref (title, tags: `ctx session rename/tag`) of every session they
+    are in, so the session arrives on the other side as it is named here."""
+    out = dict(refs)
+    for name in refs:
+        parts = split_branch_ref(name)
+        if parts:
+            meta = meta_ref(parts[0])
+            tip = repo.refs.read(meta)
+            if tip is not None:
+                out[meta] = tip
     return dict(sorted(out.items()))
 
 
