@@ -19,7 +19,7 @@ from typing import Any
 
 from ..codec import is_full_id, pack_value, unpack_value
 from ..errors import CorruptObject
-from ..lockfile import write_file_atomically
+from ..lockfile import replace_file
 
 #: How many projections are kept (a few per session for the sessions a user works in).
 KEEP = 64
@@ -66,9 +66,12 @@ class ProjectionCache:
         if self.dir is None:
             self._mem[event_id] = value
         else:
+            # a temporary file of this process's own, not a lock file: a reader killed here
+            # must not leave a lock that makes the next `ctx state` wait and fail
+            tmp = self.dir / f".{event_id}.{os.getpid()}.tmp"
             try:
                 os.makedirs(self.dir, exist_ok=True)
-                write_file_atomically(self.dir / event_id, pack_value(value), fsync=False)
+                replace_file(tmp, self.dir / event_id, pack_value(value), fsync=False)
             except OSError:  # a cache on a read-only or full disk: the fold stays correct
                 return
         ids.add(event_id)
@@ -87,6 +90,14 @@ class ProjectionCache:
             except FileNotFoundError:
                 ids.discard(eid)
         aged.sort()
+        oldest = aged[0][0] if aged else 0
+        for name in os.listdir(self.dir):  # left by a process killed between write and rename
+            if name.endswith(".tmp"):
+                try:
+                    if os.stat(self.dir / name).st_mtime_ns < oldest:
+                        os.unlink(self.dir / name)
+                except FileNotFoundError:
+                    pass
         for _mtime, eid in aged[: max(0, len(aged) - KEEP)]:
             self._drop(eid)
 
