@@ -30,8 +30,8 @@ def state_cmd(state, rev: str | None, as_json: bool) -> None:
     """
     st = pc.state(state.repo, rev)
     d = st.to_dict()
-    if as_json:
-        emit_json(d)
+    if as_json:  # sorted as a stored snapshot is: the same bytes whether or not one was used
+        emit_json(d, sort_keys=True)
         return
     g = d["goal"]
     if d.get("title"):

@@ -12,8 +12,9 @@ import click
 from ctxstore.objects import Event
 
 
-def emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=_default))
+def emit_json(value: Any, sort_keys: bool = False) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=_default,
+                          sort_keys=sort_keys))
 
 
 def _default(o: Any):

@@ -87,3 +87,15 @@ def test_deleting_the_cache_changes_nothing(tmp_path):
     for name in os.listdir(tmp_path / ".ctx" / "cache" / "projections"):
         os.unlink(tmp_path / ".ctx" / "cache" / "projections" / name)
     assert Projector(repo).project(ids[-1]) == want
+
+
+def test_ctx_state_json_is_the_same_bytes_from_the_cache_and_from_a_fold(tmp_path):
+    from tests.clitools import Ctx
+
+    repo, _ids = _store(tmp_path)
+    repo.close()
+    ctx = Ctx(tmp_path)
+    folded = ctx("state", "--json").stdout
+    cached = ctx("state", "--json").stdout
+    assert (tmp_path / ".ctx" / "cache" / "projections").is_dir()
+    assert cached == folded
