@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import click
 
@@ -24,8 +24,7 @@ COLOR_CHOICES = ("auto", "always", "never")
 _META_KEY = "ctxstore.output"
 
 
-@dataclass
-class _Settings:
+class _Settings(NamedTuple):  # not a dataclass: every `ctx` start defines it
     color: bool
     pager: bool
 
@@ -77,7 +76,7 @@ def page() -> None:
     cmd = pager_command()
     if cmd is None:
         return
-    settings.pager = False  # once per run
+    ctx.meta[_META_KEY] = settings._replace(pager=False)  # once per run
     import io  # start-up: these load only when a pager runs
     import subprocess
     env = dict(os.environ)
