@@ -91,6 +91,11 @@ class InvalidInput(CtxError):
     exit_code = 10
 
 
+class MemoryRefused(InvalidInput):
+    """A memory write the governance rules refuse: no source refs (invariant 10), no scope or
+    no expiry/update policy (invariant 11), a source that is not in the store."""
+
+
 class CodecError(InvalidInput):
     """A value that has no canonical encoding (NaN, non-str map key, unsupported type)."""
 

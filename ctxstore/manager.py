@@ -80,6 +80,8 @@ class ContextManager:
         cfg = store.session(self.session).config
         self.artifact_threshold = int(cfg.get("artifact_threshold",
                                               store.config.get("artifact_threshold", 4096)))
+        #: what the last build_context(retrieve=True) offered and refused (RetrievalReport)
+        self.last_retrieval: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     @classmethod
@@ -273,7 +275,9 @@ class ContextManager:
                       extra: Sequence[Segment] = (), reserved_output: int | None = None,
                       eviction_order: Sequence[str] = DEFAULT_EVICTION_ORDER,
                       record: bool = False, auto_compact: bool = True,
-                      truncate_system: bool = False) -> ContextBundle:
+                      truncate_system: bool = False, retrieve: bool | None = None,
+                      query: str | None = None, agent: str = "",
+                      allow_sensitive: bool = False) -> ContextBundle:
         """Compile the model input at REV (default: this branch's tip).
 
         With record=True the bundle is stored and a ContextBuilt event naming it is appended,
@@ -282,7 +286,13 @@ class ContextManager:
         it off), the branch is compacted first; a compaction that fails its checks is skipped
         and the builder trims instead. With truncate_system=True, system/developer messages
         that alone overflow the budget are cut to fit with a marker instead of raising
-        BudgetTooSmall."""
+        BudgetTooSmall.
+
+        With `retrieve` (default: the session config's `retrieval`), memories and artifacts
+        relevant to QUERY (default: the current request, goal, task and open plan) are offered
+        as P2 segments through the scope / trust / freshness checks of ctxstore.retrieval (needs
+        `ctxstore[memory]`); `self.last_retrieval` reports what was offered and refused, and a
+        recorded bundle appends usage records to the memories' scope histories."""
         if record and rev is not None and self.resolve(rev) != self.tip:
             raise BadRevision(f"--record builds at the tip of {self.branch}: {rev} is not its tip "
                               f"(a bundle recorded there would describe a different state)")
@@ -290,6 +300,11 @@ class ContextManager:
         budget = int(budget if budget is not None else cfg.get("context_window", 200_000))
         reserved = int(reserved_output if reserved_output is not None else
                        min(cfg.get("reserved_output", 0), budget // 4))
+        if retrieve is None:
+            retrieve = bool(cfg.get("retrieval", False))
+        self.last_retrieval = None
+        if retrieve:
+            extra = (*extra, *self._retrieved(rev, query, budget, agent, allow_sensitive))
         bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra, eviction_order,
                                truncate_system)
         share = float(cfg.get("auto_compact_share", DEFAULT_AUTO_COMPACT_SHARE))
@@ -308,11 +323,68 @@ class ContextManager:
                                        eviction_order, truncate_system)
         if record:
             bid = self.store.store.put("bundle", bundle.to_dict())
-            self.append_event("ContextBuilt", "system",
-                              {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
-                               "tokenizer": bundle.tokenizer, "at": bundle.state_event},
-                              {"bundle_id": bid})
+            used: dict[tuple[str, str], list[str]] = {}
+            for seg in bundle.kept:
+                got = seg.data.get("retrieved")
+                if got and got.get("kind") == "memory":
+                    used.setdefault((got["scope"], got["scope_key"]), []).append(got["id"])
+            with self.store.transaction(self.ref, message="append ContextBuilt",
+                                        command="api: ContextManager.append_event") as tx:
+                eid = tx.append("ContextBuilt", "system",
+                                {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
+                                 "tokenizer": bundle.tokenizer, "at": bundle.state_event},
+                                {"bundle_id": bid})
+                if used:  # usage records: which bundle recalled which memory
+                    from .memory import record_usage
+
+                    record_usage(tx, used, bid, eid)
         return bundle
+
+    def _retrieved(self, rev, query, budget, agent, allow_sensitive) -> list[Segment]:
+        """Memory and artifact candidates for this build (ctxstore.retrieval.select)."""
+        from .memory import scope_keys
+        from .retrieval import RetrievalIndex, retrieve
+
+        tip = self.resolve(rev)
+        if query is None:
+            st = self.project_state(tip)
+            parts = [st.goal["user_goal"], st.goal["current_task"],
+                     *(s["text"] for s in st.plan["steps"] if s.get("status") != "done"),
+                     *st.open_questions]
+            hist, _c, _e = self.compiler.history(tip, token_budget=budget)
+            prompts = [e.payload.get("text", "") for _i, e, _m in hist if e.type == "UserPromptSubmitted"]
+            query = "\n".join(dict.fromkeys(str(p) for p in [*parts, *prompts[-1:]] if p))
+        else:
+            hist, _c, _e = self.compiler.history(tip, token_budget=budget)
+        live_artifacts = {e.causality.get("artifact_id") for _i, e, _m in hist}
+        live_artifacts |= {getattr(b, "output_ref", "") for _i, _e, m in hist if m for b in m.blocks}
+        index = RetrievalIndex.open(self.store)
+        segs, self.last_retrieval = retrieve(
+            self.store, index, query, scope_keys(self.store, self.session), agent=agent,
+            allow_sensitive=allow_sensitive, exclude={a for a in live_artifacts if a})
+        return segs
+
+    # -- memory ----------------------------------------------------------------------------------
+    def remember(self, content: str, *, scope: str, sources: Sequence[str], kind: str = "fact",
+                 ttl: str | None = None, expires: str | None = None,
+                 update_policy: str | None = None, actor: str = "agent", **kw: Any) -> str:
+        """Write a governed memory (ctxstore.memory): refused (MemoryRefused) without sources
+        (invariant 10), scope, or an expiry/update policy (invariant 11). SCOPE is `session`,
+        `project`, ... (keys from this session) or `SCOPE:KEY`. Returns the memory id. The memory
+        reaches a model only through build_context(retrieve=True)."""
+        from .memory import MemorySpec, remember, scope_keys
+
+        spec = MemorySpec(content=content, scope=scope, sources=list(sources), kind=kind, ttl=ttl,
+                          expires=expires, update_policy=update_policy,
+                          author=kw.pop("author", f"{actor}:{self.session[:12]}"), **kw)
+        return remember(self.store, spec, actor=actor, keys=scope_keys(self.store, self.session))
+
+    def recall(self, query: str | None = None, *, rev: str | None = None, k: int = 20) -> list:
+        """The raw events (and the artifacts they name) that this branch's compaction summaries
+        replaced, with ids; with QUERY the K best matches first (ctxstore.retrieval.recall)."""
+        from .retrieval import recall
+
+        return recall(self.store, self.resolve(rev), query, k)
 
     def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order,
                  truncate_system: bool = False) -> ContextBundle:

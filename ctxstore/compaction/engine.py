@@ -234,6 +234,10 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
             {"tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
              "summarized_events": k, "first_kept": result.first_kept, "summarizer": result.summarizer},
             {"compaction_id": result.compaction_id}, ts)
+        if record.memory_candidates:  # held for review in the same operation, never promoted
+            from ..memory.review import queue_candidates
+
+            queue_candidates(tx, result.compaction_id, len(record.memory_candidates))
     result.committed = True
     return result
 

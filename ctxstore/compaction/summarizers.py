@@ -106,7 +106,25 @@ class StructuredSummarizer:
                   "errors": _uniq(errors), "decisions": decisions, "open_questions": open_q,
                   "next_steps": next_steps}
         record["summary"] = render_summary(record, user_said)
+        record["memory_candidates"] = memory_candidates(rstate)
         return record
+
+
+def memory_candidates(range_state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Facts and decisions established in the replaced range, with their source refs, offered
+    for review (`ctx memory review`); never written to memory by compaction itself."""
+    out = []
+    for f in range_state.get("facts", ()):
+        if f.get("content") and f.get("source_refs"):
+            out.append({"content": f["content"], "kind": "fact",
+                        "source_refs": list(f["source_refs"]),
+                        "confidence": float(f.get("confidence", 1.0))})
+    for d in range_state.get("decisions", ()):
+        if d.get("decision") and d.get("evidence_refs"):
+            text = d["decision"] + (f" ({d['rationale']})" if d.get("rationale") else "")
+            out.append({"content": text, "kind": "decision",
+                        "source_refs": list(d["evidence_refs"]), "confidence": 0.8})
+    return out
 
 
 def _quotes(previous_summary: str) -> list[str]:

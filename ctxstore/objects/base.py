@@ -35,7 +35,8 @@ class StoredObject:
 #: Types whose classes live in a module that is imported when first needed (objects/__init__).
 _LAZY_TYPES = {"message": "ctxstore.objects.message", "artifact": "ctxstore.objects.message",
                "compaction": "ctxstore.objects.compaction",
-               "operation": "ctxstore.objects.operation"}
+               "operation": "ctxstore.objects.operation",
+               "memory": "ctxstore.objects.memory"}
 
 
 def class_for(type_name: str) -> type[StoredObject] | None:

@@ -120,7 +120,7 @@ _WALKERS: dict[str, Callable[[Any, list[str]], None]] = {
     "compaction": _compaction,
     "snapshot": _fields("event"),
     "session": _fields(*SESSION_LINKS),
-    "memory": _fields("source_refs", "event", "session"),
+    "memory": _fields("source_refs", "supersedes"),
     "operation": _operation,
     "record": _source,  # older imports: a separate record object with the same blobs map
 }
