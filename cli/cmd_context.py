@@ -9,7 +9,7 @@ import click
 from ctxstore.porcelain import context as pc
 
 from .main import cli
-from .render import emit_json, short, style
+from .render import emit_json, one_line, short, style
 
 TIER_COLORS = {"P0": "red", "P1": "yellow", "P2": "cyan", "P3": "blue"}
 
@@ -87,12 +87,19 @@ def _bar(used: int, total: int, width: int = 40) -> str:
 @click.option("--truncate-system", is_flag=True,
               help="If system/developer messages alone overflow the budget, cut them to fit "
                    "(a marker says so) instead of failing.")
+@click.option("--retrieve/--no-retrieve", default=None,
+              help="Offer memories and artifacts relevant to the current task (P2, through the "
+                   "scope/trust/freshness checks; needs ctxstore[memory]). Default: the session "
+                   "config's `retrieval`.")
+@click.option("--query", default=None, help="What to retrieve for (default: the current request, "
+                                            "goal, task and open plan).")
+@click.option("--agent", default="", help="Retrieve as this agent (a memory's readable_by).")
 @click.option("--json", "as_json", is_flag=True,
               help="neutral: the bundle (used_tokens, max_tokens, tokenizer, segments...); "
                    "openai/anthropic: the provider payload.")
 @click.pass_obj
 def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncate_system,
-                as_json) -> None:
+                retrieve, query, agent, as_json) -> None:
     """What the model would see at REV under a token budget, and why.
 
     \b
@@ -104,8 +111,11 @@ def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncat
       ctx context --budget 8000 --explain
       ctx context --format anthropic --json > request.json
       ctx context HEAD~5 --budget 4000 --record
+      ctx context --retrieve --explain
     """
-    bundle = pc.context(state.repo, rev, budget, system_prompt, record, truncate_system)
+    bundle, report = pc.context_report(state.repo, rev, budget, system_prompt, record,
+                                       truncate_system, retrieve=retrieve, query=query,
+                                       agent=agent)
     if as_json:
         emit_json(pc.render_payload(bundle, fmt))
         return
@@ -136,6 +146,16 @@ def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncat
                        f"{s.kind:<17} {s.tokens:>7}  {s.reason}")
             srcs = ", ".join(short(x) if len(x) == 64 else x for x in s.sources)
             click.echo(f"      sources: {srcs}" + (f"  tool_call_id: {s.tool_call_id}" if s.tool_call_id else ""))
+            got = s.data.get("retrieved")
+            if got:
+                click.echo(f"      retrieved: {got['kind']} {short(got['id'])} score {got['score']}"
+                           + (f" ({got['scope']} scope)" if got.get("scope") else ""))
+        if report is not None:
+            click.echo(style("Retrieval:", bold=True) + f" query {one_line(report.query, 70)!r}; "
+                       f"index {report.index}; {len(report.offered)} offered, "
+                       f"{len(report.refused)} refused")
+            for r in report.refused:
+                click.echo(f"  - {r['kind']} {short(r['id'])}: {r['reason']}")
 
 
 @cli.command("trace")

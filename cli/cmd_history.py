@@ -287,10 +287,16 @@ def _type_counts(events) -> list[tuple[str, int]]:
 @click.option("-l", "--events-only", is_flag=True, help="Print only the ids of matching events.")
 @click.option("-n", "--max-count", "n", type=click.IntRange(min=1), default=None,
               help="Stop after N matching lines.")
+@click.option("--ranked", is_flag=True,
+              help="PATTERN is words: the best-matching events and artifacts by BM25, from the "
+                   "retrieval index `ctx memory search` and `ctx context --retrieve` use "
+                   "(needs ctxstore[memory]); -n is how many (default 20).")
 @click.option("--json", "as_json", is_flag=True,
-              help="An array of {session, event, type, where, line, object}.")
+              help="An array of {session, event, type, where, line, object} (--ranked: "
+                   "{kind, id, event, type, session, score, lines}).")
 @click.pass_obj
-def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only, n, as_json) -> None:
+def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only, n, ranked,
+             as_json) -> None:
     """Search messages, tool calls (names and arguments), tool results and artifacts of the
     history from REV (default HEAD), or of every session with --all.
 
@@ -304,9 +310,13 @@ def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only,
       ctx grep -i 'def parse' main
       ctx grep --all -l pytest
       ctx grep -F 'a.b(c)' --json
+      ctx grep --ranked 'parser test failure' --all -n 5
     """
     if all_ and rev:
         raise click.UsageError("give either REV or --all, not both")
+    if ranked:
+        _ranked(state.repo, pattern, rev, all_, n or 20, events_only, as_json)
+        return
     try:
         regex = re.compile(re.escape(pattern) if fixed_strings else pattern,
                            re.IGNORECASE if ignore_case else 0)
@@ -337,6 +347,27 @@ def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only,
         click.echo(f"{style(_hit_id(h, all_), fg='yellow')} {style(h.type, bold=True)} "
                    f"{style(h.where, fg='cyan')}: {_highlight(one_line(h.line, 200), regex)}")
     if not seen:
+        click.get_current_context().exit(1)
+
+
+def _ranked(repo, query, rev, all_, k, events_only, as_json) -> None:
+    from ctxstore.porcelain.search import ranked_grep
+
+    hits = ranked_grep(repo, query, grep_tips(repo, rev, all_), all_, k)
+    if as_json:
+        emit_json(hits)
+    else:
+        output.page()
+        for h in hits:
+            if events_only:
+                click.echo(short(h["event"], 10))
+                continue
+            what = "" if h["kind"] == "event" else f" artifact {short(h['id'])}"
+            click.echo(f"{style(short(h['event'], 10), fg='yellow')} {style(h['type'], bold=True)}"
+                       f"{what}  {h['score']:.2f}")
+            for line in h["lines"][:3]:
+                click.echo(f"    {one_line(line, 160)}")
+    if not hits:
         click.get_current_context().exit(1)
 
 

@@ -90,6 +90,8 @@ def fsck_cmd(state, full: bool, as_json: bool, show_progress) -> None:
     else:
         for p in problems:
             click.echo(f"{p.kind:<11} {p.id or '-'} {p.message}")
+        for note in report.notes:
+            click.echo(f"note: {note}")
         click.echo(f"{report.objects} objects checked" + (", graph walked" if full else "") + ": "
                    + ("no problems" if not problems else f"{len(problems)} problem(s)"))
     if problems:

@@ -44,6 +44,8 @@ COMMANDS: dict[str, Entry] = {
     "diff": Entry("cmd_history", "Compare two revisions from their merge base: events only in A, "
                                  "only in B, and how the projected state differs (goal, plan, "
                                  "files, facts, errors, ...)."),
+    "memory": Entry("cmd_memory", "Governed memory: add, list, show, edit, forget, search, and "
+                                  "review compaction's candidates."),
     "grep": Entry("cmd_history", "Search messages, tool calls (names and arguments), tool results "
                                  "and artifacts of the history from REV (default HEAD), or of "
                                  "every session with --all."),

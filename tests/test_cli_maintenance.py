@@ -54,7 +54,9 @@ def test_fsck_lists_each_problem_and_exits_13(tmp_path):
 def test_fsck_clean_json(tmp_path):
     ctx, _ = _repo(tmp_path, garbage=0)
     report = ctx.json("fsck", "--full")
-    assert report == {"ok": True, "objects": report["objects"], "full": True, "problems": []}
+    assert report == {"ok": True, "objects": report["objects"], "full": True, "problems": [],
+                      "notes": [report["notes"][0]]}
+    assert report["notes"][0].startswith("retrieval index: absent")
     assert report["objects"] > 10 and ctx.json("fsck")["objects"] == report["objects"]
 
 

@@ -22,7 +22,7 @@ pack and gc use):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,7 @@ class _Collector:
         self.compactions: dict[str, dict] = {}
         self.links: list[tuple[str, str, str]] = []  # (from, to, role) checked for type
         self.manifests: dict[str, Any] = {}
+        self.memories: dict[str, Any] = {}
 
     def __call__(self, obj_id: str, type_name: str, value: Any) -> None:
         self.types[obj_id] = type_name
@@ -94,6 +95,8 @@ class _Collector:
                 self.links.append((obj_id, content, "content"))
         elif type_name == "chunks":
             self.manifests[obj_id] = value
+        elif type_name == "memory":
+            self.memories[obj_id] = value
 
 
 @dataclass
@@ -103,6 +106,8 @@ class FsckReport:
     objects: int
     full: bool
     problems: list[Problem]
+    #: what is worth knowing but not a problem (the derived retrieval index's state)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -110,7 +115,7 @@ class FsckReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "objects": self.objects, "full": self.full,
-                "problems": [p.to_dict() for p in self.problems]}
+                "problems": [p.to_dict() for p in self.problems], "notes": self.notes}
 
 
 def check(repo: Repository, *, full: bool = False, progress: Progress | None = None) -> FsckReport:
@@ -130,7 +135,10 @@ def check(repo: Repository, *, full: bool = False, progress: Progress | None = N
     roots, ref_targets = _ref_problems(repo, problems)
     if full:
         problems.extend(_graph_problems(repo, roots, ref_targets, progress))
-    return FsckReport(counted[0], full, problems)
+    from ..retrieval.index import index_status
+
+    state, detail = index_status(repo)  # a derived cache: rebuilt on use, never a problem
+    return FsckReport(counted[0], full, problems, [f"retrieval index: {state} ({detail})"])
 
 
 def _graph_problems(repo: Repository, roots: set[str], ref_targets: list,
@@ -156,7 +164,23 @@ def _graph_problems(repo: Repository, roots: set[str], ref_targets: list,
     problems.extend(_pending_compacted(seen, ref_targets))
     problems.extend(_compaction_problems(seen))
     problems.extend(_content_problems(seen))
+    problems.extend(_memory_problems(seen))
     return problems
+
+
+def _memory_problems(seen: _Collector) -> Iterator[Problem]:
+    """A stored memory that breaks the governance rules (invariants 10-11) is never offered;
+    fsck names it."""
+    from ..memory.governance import violations
+    from ..objects.base import from_stored
+
+    for mid, value in sorted(seen.memories.items()):
+        try:
+            broken = violations(from_stored("memory", value))
+        except CtxError as exc:
+            broken = [str(exc)]
+        for why in broken:
+            yield Problem("memory", f"memory {mid}: {why}", mid)
 
 
 class _Reader:

@@ -63,10 +63,20 @@ def state(repo: Repository, rev: str | None = None) -> AgentState:
 
 def context(repo: Repository, rev: str | None = None, budget: int | None = None,
             system_prompt: str | None = None, record: bool = False,
-            truncate_system: bool = False) -> ContextBundle:
+            truncate_system: bool = False, **retrieval: Any) -> ContextBundle:
+    return context_report(repo, rev, budget, system_prompt, record, truncate_system,
+                          **retrieval)[0]
+
+
+def context_report(repo: Repository, rev: str | None = None, budget: int | None = None,
+                   system_prompt: str | None = None, record: bool = False,
+                   truncate_system: bool = False, **retrieval: Any) -> tuple[ContextBundle, Any]:
+    """The bundle and what retrieval offered and refused (None when retrieval was off);
+    RETRIEVAL: `retrieve`, `query`, `agent`, `allow_sensitive` of build_context."""
     cm, eid = manager_at(repo, rev)
-    return cm.build_context(eid, budget=budget, system_prompt=system_prompt, record=record,
-                            auto_compact=False, truncate_system=truncate_system)
+    bundle = cm.build_context(eid, budget=budget, system_prompt=system_prompt, record=record,
+                              auto_compact=False, truncate_system=truncate_system, **retrieval)
+    return bundle, cm.last_retrieval
 
 
 def render_payload(bundle: ContextBundle, fmt: str) -> dict[str, Any]:

@@ -158,3 +158,32 @@ def _artifact_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: 
         return  # binary content: nothing to match lines in
     for line in _lines(pattern, text):
         yield Hit(sid, eid, ev.type, f"artifact {art.uri or art.kind}".strip(), line, aid)
+
+
+# -- ctx grep --ranked: the retrieval index ------------------------------------------------------
+
+def ranked_grep(repo: Repository, query: str, tips: list[tuple[str | None, str]],
+                all_sessions: bool, k: int = 20) -> list[dict[str, Any]]:
+    """The K events and artifacts best matching QUERY (BM25, the retrieval index that `ctx memory
+    search` and the context builder use), in the sessions of TIPS or every session; each with
+    the event to open and the best-matching lines. Needs ctxstore[memory]."""
+    from ..retrieval import RetrievalIndex
+    from ..retrieval.text import artifact_text, event_text, snippet, tokens
+
+    index = RetrievalIndex.open(repo)
+    groups = None if all_sessions else sorted({f"s:{sid}" for sid, _t in tips if sid})
+    qt = set(tokens(query))
+    out = []
+    for row, score in index.search(query, k=k, kinds=["event", "artifact"], groups=groups):
+        obj = repo.store.get(row.id)
+        if isinstance(obj, Artifact):
+            text, ev = artifact_text(repo.store, obj), repo.graph.event(row.source)
+        else:
+            ev = obj
+            mid = ev.causality.get("message_id")
+            msg = repo.store.get(mid) if isinstance(mid, str) and mid else None
+            text = event_text(ev, msg if isinstance(msg, Message) else None)
+        out.append({"kind": row.kind, "id": row.id, "event": row.source, "type": ev.type,
+                    "session": row.group[2:], "score": round(score, 4),
+                    "lines": snippet(text, qt, 300).splitlines()})
+    return out

@@ -274,6 +274,7 @@ class RetrievalIndex:
         rows_file = f"rows-{uuid.uuid4().hex[:12]}.msgpack"
         write_file_atomically(self.dir / rows_file, data, fsync=False)
         man = {"version": INDEX_VERSION, "main": self.main_name, "main_rows": self.main_rows,
+               "rows": len(self.rows),
                "rows_file": rows_file, "rows_blake3": blake3.blake3(data).hexdigest(),
                "tips": self.tips, "sessions": self.sessions, "built": self.built}
         write_file_atomically(self.dir / "manifest.json",
@@ -364,7 +365,7 @@ def index_status(repo: Repository) -> tuple[str, str]:
         tips = current_tips(repo)
     except CtxError as exc:
         return "damaged", str(exc)
-    rows = man["main_rows"]
+    rows = man.get("rows", man["main_rows"])
     if tips != man["tips"]:
         return "stale", f"{rows} rows; refs moved since {man['built']}: caught up on next use"
-    return "ok", f"{rows} main rows, built {man['built']}"
+    return "ok", f"{rows} rows, built {man['built']}"
