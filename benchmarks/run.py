@@ -25,6 +25,7 @@ AREAS = {
     "transfer": "benchmarks.bench_transfer",
     "langgraph": "benchmarks.bench_langgraph",
     "cli": "benchmarks.bench_cli",
+    "retrieval": "benchmarks.bench_retrieval",
 }
 
 

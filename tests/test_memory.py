@@ -279,3 +279,15 @@ def test_memory_travels_with_packs(tmp_path):
     b("unpack", str(pack))
     assert b.json("memory", "list", "--history") == a.json("memory", "list", "--history")
     b("fsck", "--full")
+
+
+def test_many_writes_in_one_transaction_chain_in_order(proj):
+    from ctxstore.memory.governance import build, write
+
+    repo, _cm, ev = proj
+    with repo.transaction(message="batch") as tx:
+        ids = [write(repo, build(repo, MemorySpec(content=f"m{i}", scope=scope, sources=[ev],
+                                                  ttl="1d")), tx=tx)
+               for i, scope in enumerate(["global", "global", "project", "global"])]
+    by_scope = {log.scope: [r.id for r in log.records.values()] for log in scope_logs(repo)}
+    assert by_scope == {"global": [ids[0], ids[1], ids[3]], "project": [ids[2]]}

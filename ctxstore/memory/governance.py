@@ -201,27 +201,26 @@ def build(repo: Repository, spec: MemorySpec, keys: ScopeKeys | None = None, *,
 
 
 class ChainWriter:
-    """Appends events to scope chains inside one transaction (a chain's first event creates its
-    ref; later ones append like a branch, rebased if another writer moved it)."""
+    """Appends events to scope chains inside one transaction. A chain that exists appends like
+    a branch (rebased if another writer moved it meanwhile); one that does not is created by
+    the transaction, its later events in the same transaction chained on the pending tip."""
 
     def __init__(self, tx: Transaction) -> None:
         self.tx = tx
-        self._created: dict[str, str] = {}  # ref -> tip, for refs this transaction creates
 
     def append(self, ref: str, type: str, actor: str, payload: dict,
                causality: dict | None = None) -> str:
         tx = self.tx
-        if ref in self._created:
-            eid = tx.event(type, actor, payload, (self._created[ref],), causality)
-            tx.set_ref(ref, eid, message=f"memory: {type}")
-        elif tx.read(ref) is None:
-            eid = tx.event(type, actor, payload, (), causality)
-            tx.create_ref(ref, eid, message=f"memory: {type}")
-        else:
+        if tx.refs.read(ref) is not None:
             br = tx.branch(ref)
             br.message = br.message or f"memory: {type}"
             return tx.append(type, actor, payload, causality, ref=ref)
-        self._created[ref] = eid
+        pending = tx.read(ref)  # created earlier in this transaction, or None
+        eid = tx.event(type, actor, payload, (pending,) if pending else (), causality)
+        if pending is None:
+            tx.create_ref(ref, eid, message=f"memory: {type}")
+        else:
+            tx.set_ref(ref, eid, message=f"memory: {type}")
         return eid
 
 

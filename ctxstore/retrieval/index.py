@@ -48,6 +48,14 @@ KINDS = ("memory", "artifact", "event")
 Progress = Callable[[str, int, int], None]
 
 
+#: The index each store was last opened with in this process (by resolved path).
+_OPEN: dict[str, RetrievalIndex] = {}
+
+
+class _Damaged(Exception):
+    pass
+
+
 def require_bm25s():
     try:
         import bm25s
@@ -164,16 +172,24 @@ class RetrievalIndex:
         #: what opening did: loaded | updated (+N rows) | rebuilt (why)
         self.how = ""
         self._arrays: tuple | None = None
+        self._manifest: bytes | None = None  # the manifest this state was loaded from / saved as
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
     def open(cls, repo: Repository, *, progress: Progress | None = None,
              rebuild: bool = False) -> RetrievalIndex:
+        """The index of REPO, current with its refs. A process keeps the last one it opened per
+        store and reuses it while the manifest on disk is the one it wrote or read."""
         require_bm25s()
-        idx = cls(repo)
-        if idx.dir is None:
+        if repo.path is None:
+            idx = cls(repo)
             idx._rebuild(progress, "in-memory store")
             return idx
+        key = str(Path(repo.path).resolve())
+        idx = _OPEN.get(key)
+        if idx is None or idx.repo is not repo:
+            idx = cls(repo)
+        assert idx.dir is not None
         idx.dir.mkdir(parents=True, exist_ok=True)
         with LockFile(idx.dir / "update", wait=120):
             state, why = idx._load()
@@ -181,49 +197,73 @@ class RetrievalIndex:
                 idx._rebuild(progress, "asked" if rebuild else why)
             else:
                 idx._refresh(progress)
+        _OPEN[key] = idx
         return idx
 
     def _load(self) -> tuple[str, str]:
-        """('ok' | 'absent' | 'damaged', why)."""
+        """('ok' | 'absent' | 'damaged', why); reuses what is loaded when the manifest is the
+        same."""
         assert self.dir is not None
         try:
-            man = json.loads((self.dir / "manifest.json").read_bytes())
+            raw = (self.dir / "manifest.json").read_bytes()
+            man = json.loads(raw)
         except FileNotFoundError:
             return "absent", "no index yet"
         except (OSError, ValueError) as exc:
             return "damaged", f"manifest unreadable ({exc})"
+        if raw == self._manifest:
+            return "ok", ""
+        self._manifest, self._arrays = None, None
         try:
             if man.get("version") != INDEX_VERSION:
                 return "damaged", f"index version {man.get('version')!r}"
-            data = (self.dir / man["rows_file"]).read_bytes()
-            if blake3.blake3(data).hexdigest() != man["rows_blake3"]:
-                return "damaged", "rows file does not match the manifest"
-            doc = codec.unpack_value(data)
-            self.rows = [Row(*r) for r in doc["rows"]]
-            self.delta_texts = list(doc["delta_texts"])
-            self.main_rows = int(man["main_rows"])
+            main, delta = (self._read(man, "main_rows_file"), self._read(man, "delta_file"))
+            rows = [Row(*r) for r in main["rows"]]
+            self.main_rows = len(rows)
+            if self.main_rows != int(man["main_rows"]):
+                return "damaged", "row counts disagree"
+            self.rows = rows + [Row(*r) for r in delta["rows"]]
+            self.delta_texts = list(delta["texts"])
             self.tips, self.sessions = dict(man["tips"]), dict(man["sessions"])
             self.main_name, self.built = man.get("main"), man.get("built", "")
             if len(self.rows) != self.main_rows + len(self.delta_texts):
                 return "damaged", "row counts disagree"
             bm25s = require_bm25s()
+            self.main = None
             if self.main_name:
                 self.main = bm25s.BM25.load(str(self.dir / self.main_name), mmap=False)
                 if self.main.scores["num_docs"] != self.main_rows:
                     return "damaged", "main index size disagrees with the manifest"
             self.delta = self._fit(self.delta_texts)
+        except _Damaged as exc:
+            return "damaged", str(exc)
         except (OSError, KeyError, TypeError, ValueError, CorruptObject) as exc:
             return "damaged", f"cache unreadable ({type(exc).__name__}: {exc})"
         self.ids = {r.id for r in self.rows}
+        self._manifest = raw
         return "ok", ""
+
+    def _read(self, man: dict, key: str) -> dict:
+        assert self.dir is not None
+        name, digest = man[key]
+        data = (self.dir / name).read_bytes()
+        if blake3.blake3(data).hexdigest() != digest:
+            raise _Damaged(f"{name} does not match the manifest")
+        return codec.unpack_value(data)
 
     @staticmethod
     def _fit(texts: list[str]):
+        """A bm25s model of TEXTS (token ids built here: a third faster than handing bm25s
+        lists of strings)."""
         if not texts:
             return None
         bm25s = require_bm25s()
+        from bm25s.tokenization import Tokenized
+
+        vocab: dict[str, int] = {"\0": 0}
+        ids = [[vocab.setdefault(w, len(vocab)) for w in tokens(t)] or [0] for t in texts]
         model = bm25s.BM25()
-        model.index([tokens(t) or ["\0"] for t in texts], show_progress=False)
+        model.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
         return model
 
     def _rebuild(self, progress: Progress | None, why: str) -> None:
@@ -258,30 +298,40 @@ class RetrievalIndex:
         self.how = f"updated (+{len(col.rows)} rows)"
         self._save(new_main=False)
 
+    def _write(self, prefix: str, value: Any) -> list[str]:
+        assert self.dir is not None
+        data = codec.pack_value(value)
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}.msgpack"
+        write_file_atomically(self.dir / name, data, fsync=False)
+        return [name, blake3.blake3(data).hexdigest()]
+
     def _save(self, new_main: bool) -> None:
+        """Main index and rows are written once per rebuild; an update rewrites only the delta
+        file and the manifest (written last: it names the files of this state)."""
         self._arrays = None
         self.built = now_iso()
         if self.dir is None:
             return
-        old_files = {p.name for p in self.dir.iterdir()}
+        old = json.loads(self._manifest) if self._manifest and not new_main else {}
         if new_main:
             self.main_name = None
             if self.main is not None:
                 self.main_name = f"main-{uuid.uuid4().hex[:12]}"
                 self.main.save(str(self.dir / self.main_name))
-        data = codec.pack_value({"rows": [[r.kind, r.id, r.group, r.source] for r in self.rows],
-                                 "delta_texts": self.delta_texts})
-        rows_file = f"rows-{uuid.uuid4().hex[:12]}.msgpack"
-        write_file_atomically(self.dir / rows_file, data, fsync=False)
+        main_file = old.get("main_rows_file") or self._write(
+            "rows", {"rows": [[r.kind, r.id, r.group, r.source] for r in self.rows[:self.main_rows]]})
+        delta_file = self._write("delta", {
+            "rows": [[r.kind, r.id, r.group, r.source] for r in self.rows[self.main_rows:]],
+            "texts": self.delta_texts})
         man = {"version": INDEX_VERSION, "main": self.main_name, "main_rows": self.main_rows,
-               "rows": len(self.rows),
-               "rows_file": rows_file, "rows_blake3": blake3.blake3(data).hexdigest(),
+               "rows": len(self.rows), "main_rows_file": main_file, "delta_file": delta_file,
                "tips": self.tips, "sessions": self.sessions, "built": self.built}
-        write_file_atomically(self.dir / "manifest.json",
-                              json.dumps(man, sort_keys=True).encode(), fsync=False)
-        for name in old_files - {rows_file, self.main_name, "manifest.json", "update.lock"}:
-            if name.startswith(("rows-", "main-")):
-                path = self.dir / name
+        raw = json.dumps(man, sort_keys=True).encode()
+        write_file_atomically(self.dir / "manifest.json", raw, fsync=False)
+        self._manifest = raw
+        keep = {main_file[0], delta_file[0], self.main_name}
+        for path in self.dir.iterdir():
+            if path.name.startswith(("rows-", "delta-", "main-")) and path.name not in keep:
                 shutil.rmtree(path) if path.is_dir() else os.unlink(path)
 
     # -- querying --------------------------------------------------------------------------------
@@ -355,10 +405,11 @@ def index_status(repo: Repository) -> tuple[str, str]:
     except (OSError, ValueError) as exc:
         return "damaged", f"manifest unreadable ({exc}); rebuilt on next use"
     try:
-        data = (d / man["rows_file"]).read_bytes()
-        if blake3.blake3(data).hexdigest() != man["rows_blake3"] or \
-                (man["main"] and not (d / man["main"]).is_dir()):
-            return "damaged", "files disagree with the manifest; rebuilt on next use"
+        for name, digest in (man["main_rows_file"], man["delta_file"]):
+            if blake3.blake3((d / name).read_bytes()).hexdigest() != digest:
+                return "damaged", f"{name} disagrees with the manifest; rebuilt on next use"
+        if man["main"] and not (d / man["main"]).is_dir():
+            return "damaged", "the main index is missing; rebuilt on next use"
     except (OSError, KeyError, TypeError) as exc:
         return "damaged", f"{type(exc).__name__}: {exc}; rebuilt on next use"
     try:

@@ -20,7 +20,7 @@ from typing import Any
 from ..context.segments import Segment
 from ..errors import ObjectNotFound
 from ..memory.governance import now_dt, offerable
-from ..memory.log import FORGOTTEN, WRITTEN, chain_events
+from ..memory.log import FORGOTTEN, WRITTEN
 from ..memory.scopes import ScopeKeys, scope_ref
 from ..objects import Artifact
 from ..objects.memory import Memory
@@ -47,20 +47,43 @@ class RetrievalReport:
                 "refused": self.refused}
 
 
-def live_ids(repo: Repository, ref: str) -> set[str]:
-    """The live memory ids of one scope's history (ids only: no memory object is read)."""
-    live: set[str] = set()
-    for _eid, ev in chain_events(repo, repo.refs.read(ref)):
+#: (store path, ref) -> (tip, live ids): a process folds each chain's new events only.
+_LIVE: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+
+
+def live_ids(repo: Repository, ref: str) -> frozenset[str]:
+    """The live memory ids of one scope's history (ids only: no memory object is read). The
+    fold of a chain is kept per process and extended by the events after the tip it saw; a
+    chain that moved any other way (undo, restore) is folded again from its start."""
+    tip = repo.refs.read(ref)
+    key = (str(repo.path), ref)
+    seen = _LIVE.get(key) if repo.path is not None else None
+    if tip is None:
+        return frozenset()
+    if seen is not None and seen[0] == tip:
+        return seen[1]
+    new: list = []
+    base: frozenset[str] = frozenset()
+    for eid, ev in repo.graph.first_parents(tip):
+        if seen is not None and eid == seen[0]:
+            base = seen[1]
+            break
+        new.append(ev)
+    live = set(base)
+    for ev in reversed(new):
         mid = ev.payload.get("memory_id")
         if ev.type == WRITTEN:
             live.add(str(mid))
             live.discard(str(ev.payload.get("supersedes", "")))
         elif ev.type == FORGOTTEN:
             live.discard(str(mid))
-    return live
+    out = frozenset(live)
+    if repo.path is not None:
+        _LIVE[key] = (tip, out)
+    return out
 
 
-def memory_refusal(mem: Any, keys: ScopeKeys, live: set[str], mid: str, now: datetime, *,
+def memory_refusal(mem: Any, keys: ScopeKeys, live: frozenset[str], mid: str, now: datetime, *,
                    agent: str, allow_sensitive: bool, min_confidence: float) -> str:
     """'' if the memory may be offered, else why not."""
     if not isinstance(mem, Memory):
@@ -102,7 +125,7 @@ def search_memories(repo: Repository, index: RetrievalIndex, query: str, keys: S
         except ObjectNotFound:
             mem = None
         scope = getattr(mem, "scope", "")
-        why = memory_refusal(mem, keys, lives.get(scope, set()), row.id, now, agent=agent,
+        why = memory_refusal(mem, keys, lives.get(scope, frozenset()), row.id, now, agent=agent,
                              allow_sensitive=allow_sensitive, min_confidence=min_confidence)
         if why:
             if report is not None:
