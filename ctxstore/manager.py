@@ -303,10 +303,9 @@ class ContextManager:
         if retrieve is None:
             retrieve = bool(cfg.get("retrieval", False))
         self.last_retrieval = None
-        if retrieve:
-            extra = (*extra, *self._retrieved(rev, query, budget, agent, allow_sensitive))
+        retriever = self._retrieval(query, agent, allow_sensitive) if retrieve else None
         bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra, eviction_order,
-                               truncate_system)
+                               truncate_system, retriever)
         share = float(cfg.get("auto_compact_share", DEFAULT_AUTO_COMPACT_SHARE))
         demand = sum(seg.tokens for seg in bundle.segments)
         just_compacted = self.store.graph.event(self.tip).type == "CompactionCompleted"
@@ -320,7 +319,7 @@ class ContextManager:
                 done = None
             if done is not None and done.committed:
                 bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra,
-                                       eviction_order, truncate_system)
+                                       eviction_order, truncate_system, retriever)
         if record:
             bid = self.store.store.put("bundle", bundle.to_dict())
             used: dict[tuple[str, str], list[str]] = {}
@@ -340,29 +339,31 @@ class ContextManager:
                     record_usage(tx, used, bid, eid)
         return bundle
 
-    def _retrieved(self, rev, query, budget, agent, allow_sensitive) -> list[Segment]:
-        """Memory and artifact candidates for this build (ctxstore.retrieval.select)."""
+    def _retrieval(self, query, agent, allow_sensitive):
+        """The compiler's retriever for this build: memory and artifact candidates for QUERY
+        (default: the state's goal, task, open plan and questions, and the newest prompt),
+        decided by ctxstore.retrieval.select; what it offered and refused goes to
+        `self.last_retrieval`."""
         from .memory import scope_keys
         from .retrieval import RetrievalIndex, retrieve
 
-        tip = self.resolve(rev)
-        if query is None:
-            st = self.project_state(tip)
-            parts = [st.goal["user_goal"], st.goal["current_task"],
-                     *(s["text"] for s in st.plan["steps"] if s.get("status") != "done"),
-                     *st.open_questions]
-            hist, _c, _e = self.compiler.history(tip, token_budget=budget)
-            prompts = [e.payload.get("text", "") for _i, e, _m in hist if e.type == "UserPromptSubmitted"]
-            query = "\n".join(dict.fromkeys(str(p) for p in [*parts, *prompts[-1:]] if p))
-        else:
-            hist, _c, _e = self.compiler.history(tip, token_budget=budget)
-        live_artifacts = {e.causality.get("artifact_id") for _i, e, _m in hist}
-        live_artifacts |= {getattr(b, "output_ref", "") for _i, _e, m in hist if m for b in m.blocks}
-        index = RetrievalIndex.open(self.store)
-        segs, self.last_retrieval = retrieve(
-            self.store, index, query, scope_keys(self.store, self.session), agent=agent,
-            allow_sensitive=allow_sensitive, exclude={a for a in live_artifacts if a})
-        return segs
+        def retriever(st: AgentState, hist) -> list[Segment]:
+            q = query
+            if q is None:
+                prompts = [e.payload.get("text", "") for _i, e, _m in hist
+                           if e.type == "UserPromptSubmitted"]
+                parts = [st.goal["user_goal"], st.goal["current_task"],
+                         *(s["text"] for s in st.plan["steps"] if s.get("status") != "done"),
+                         *st.open_questions, *prompts[-1:]]
+                q = "\n".join(dict.fromkeys(str(p) for p in parts if p))
+            live = {e.causality.get("artifact_id") for _i, e, _m in hist}
+            live |= {getattr(b, "output_ref", "") for _i, _e, m in hist if m for b in m.blocks}
+            segs, self.last_retrieval = retrieve(
+                self.store, RetrievalIndex.open(self.store), q,
+                scope_keys(self.store, self.session), agent=agent,
+                allow_sensitive=allow_sensitive, exclude={a for a in live if a})
+            return segs
+        return retriever
 
     # -- memory ----------------------------------------------------------------------------------
     def remember(self, content: str, *, scope: str, sources: Sequence[str], kind: str = "fact",
@@ -387,9 +388,9 @@ class ContextManager:
         return recall(self.store, self.resolve(rev), query, k)
 
     def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order,
-                 truncate_system: bool = False) -> ContextBundle:
+                 truncate_system: bool = False, retriever=None) -> ContextBundle:
         return self.compiler.compile(self.resolve(rev), budget, reserved, system_prompt, tools, extra,
-                                     eviction_order, truncate_system)
+                                     eviction_order, truncate_system, retriever)
 
     def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):
         """Compaction with provenance, checked before it counts (ctxstore.compaction)."""

@@ -11,11 +11,12 @@ bundle and auto-compaction are the ContextManager's business.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..compaction.live import Boundary, live_events
 from ..objects import Compaction, Event, Message
 from ..repo import Repository
+from ..state import AgentState
 from ..state.projector import Projector
 from .builder import build_context
 from .bundle import ContextBundle
@@ -67,8 +68,12 @@ class ContextCompiler:
 
     def compile(self, tip: str, budget: int, reserved: int, system_prompt: str | None,
                 tools: Sequence[Mapping] | None, extra: Sequence[Segment],
-                eviction_order: Sequence[str], truncate_system: bool = False) -> ContextBundle:
-        """The budgeted bundle at event TIP (`truncate_system`: see build_context)."""
+                eviction_order: Sequence[str], truncate_system: bool = False,
+                retriever: Callable[[AgentState, History], Sequence[Segment]] | None = None
+                ) -> ContextBundle:
+        """The budgeted bundle at event TIP (`truncate_system`: see build_context). RETRIEVER,
+        given the state and live history, adds candidates (the manager's memory and artifact
+        retrieval, ctxstore.retrieval): one more candidate source, decided like the others."""
         state = self.projector.project(tip)
         hist, compaction, comp_event = self.history(tip, token_budget=budget)
         current = None
@@ -81,6 +86,8 @@ class ContextCompiler:
             if compaction else (), tokenizer=self.tokenizer)
         cands.extend(self._merge_segments(hist))
         cands.extend(extra)
+        if retriever is not None:
+            cands.extend(retriever(state, hist))
         return build_context(state, cands, budget, self.tokenizer, eviction_order, reserved,
                              truncate_system=truncate_system)
 
