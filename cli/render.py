@@ -160,6 +160,13 @@ def event_summary(ev: Event, width: int = 80, cwd: str = "",
         return _compaction_summary(p)
     if ev.type == "ToolCallRequested":
         return tool_call_summary(str(p.get("name", "")), p.get("args"), cwd, width)
+    if ev.type in ("MemoryWritten", "ctx:memory-forgotten", "ctx:memory-used"):
+        what = {"MemoryWritten": str(p.get("action", "write")), "ctx:memory-forgotten": "forget",
+                "ctx:memory-used": "used"}[ev.type]
+        ids = p.get("memory_ids") or [p.get("memory_id", "")]
+        return one_line(f"memory {what} {' '.join(str(i)[:12] for i in ids)}"
+                        + (f" (supersedes {str(p['supersedes'])[:12]})" if p.get("supersedes") else ""),
+                        width)
     name = p.get("name") or (tool_names or {}).get(str(p.get("tool_call_id")), "")
     if ev.type == "ToolCallFinished":
         preview = _unwrap_output(str(p.get("preview") or ""))
