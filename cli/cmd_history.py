@@ -351,7 +351,7 @@ def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only,
 
 
 def _ranked(repo, query, rev, all_, k, events_only, as_json) -> None:
-    from ctxstore.porcelain.search import ranked_grep
+    from ctxstore.porcelain.search import grep_tips, ranked_grep
 
     hits = ranked_grep(repo, query, grep_tips(repo, rev, all_), all_, k)
     if as_json:

@@ -167,6 +167,7 @@ def ranked_grep(repo: Repository, query: str, tips: list[tuple[str | None, str]]
     """The K events and artifacts best matching QUERY (BM25, the retrieval index that `ctx memory
     search` and the context builder use), in the sessions of TIPS or every session; each with
     the event to open and the best-matching lines. Needs ctxstore[memory]."""
+    from ..objects import Artifact, Message
     from ..retrieval import RetrievalIndex
     from ..retrieval.text import artifact_text, event_text, snippet, tokens
 
