@@ -291,3 +291,18 @@ def test_many_writes_in_one_transaction_chain_in_order(proj):
                for i, scope in enumerate(["global", "global", "project", "global"])]
     by_scope = {log.scope: [r.id for r in log.records.values()] for log in scope_logs(repo)}
     assert by_scope == {"global": [ids[0], ids[1], ids[3]], "project": [ids[2]]}
+
+
+def test_a_session_pack_carries_its_session_scope_memories(tmp_path):
+    a, b = Ctx(tmp_path / "a"), Ctx(tmp_path / "b")
+    a("init", str(tmp_path / "a"))
+    a("new", "--title", "t")
+    a("append", "UserPromptSubmitted", "--actor", "user", "--payload", '{"text": "x"}')
+    mine = a.json("memory", "add", "this session's note", "--scope", "session", "--source", "HEAD",
+                  "--ttl", "30d")["id"]
+    a("memory", "add", "project-wide", "--scope", "project", "--source", "HEAD", "--ttl", "30d")
+    pack = tmp_path / "s.ctxpack"
+    a("pack", "-o", str(pack))
+    b("init", str(tmp_path / "b"))
+    b("unpack", str(pack))
+    assert [m["id"] for m in b.json("memory", "list")] == [mine]

@@ -49,16 +49,19 @@ def select_refs(repo: Repository, revs: list[str], all_refs: bool = False) -> di
 
 
 def _with_meta(repo: Repository, refs: dict[str, str]) -> dict[str, str]:
-    """REFS plus the metadata ref (title, tags: `ctx session rename/tag`) of every session they
-    are in, so the session arrives on the other side as it is named here."""
+    """REFS plus the metadata ref (title, tags: `ctx session rename/tag`) and the session-scope
+    memory history of every session they are in, so the session arrives on the other side as it
+    is named and with what it remembered about itself (wider scopes travel with `--all`)."""
+    from ..memory.scopes import scope_ref
+
     out = dict(refs)
     for name in refs:
         parts = split_branch_ref(name)
         if parts:
-            meta = meta_ref(parts[0])
-            tip = repo.refs.read(meta)
-            if tip is not None:
-                out[meta] = tip
+            for extra in (meta_ref(parts[0]), scope_ref("session", parts[0])):
+                tip = repo.refs.read(extra)
+                if tip is not None:
+                    out[extra] = tip
     return dict(sorted(out.items()))
 
 
