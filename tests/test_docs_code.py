@@ -24,8 +24,18 @@ def _blocks():
             yield pytest.param(code, id=f"{path.name}-{i}")
 
 
+#: `# needs: MODULE` in a block: an optional extra's module (skipped without it, except in CI,
+#: which installs every extra the README's test command names).
+NEEDS = re.compile(r"# needs: ([\w.]+)")
+
+
 @pytest.mark.parametrize("code", list(_blocks()))
 def test_doc_block_runs(code, tmp_path, monkeypatch):
+    from tests.corpus import in_ci
+
+    for module in NEEDS.findall(code):
+        if not in_ci():
+            pytest.importorskip(module)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "<doc>", "exec"), {"__name__": "__doc_example__"})
 
