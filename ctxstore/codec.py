@@ -47,6 +47,7 @@ TYPE_CODES: dict[str, int] = {
     "record": 12,  # an original transcript line kept verbatim by an importer
     "value": 13,  # any other canonical msgpack value (e.g. a LangGraph channel value)
     "operation": 14,  # one repository transaction's ref moves (the operation log)
+    "workspace": 16,  # a workspace snapshot: a git tree and the git objects it adds (ctxstore.workspace)
 }
 TYPE_NAMES: dict[int, str] = {code: name for name, code in TYPE_CODES.items()}
 #: Types whose body is raw bytes rather than canonical msgpack.

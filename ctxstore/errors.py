@@ -136,3 +136,11 @@ class IOFailure(CtxError):
     directory, a directory named as a file. A named input that does not exist is NotFound."""
 
     exit_code = 16
+
+
+class WorkspaceConflict(CtxError):
+    """A restore would overwrite or delete files changed since the newest snapshot of that
+    directory (uncommitted work); nothing was written. The message names the files; --force
+    overrides."""
+
+    exit_code = 18

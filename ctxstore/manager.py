@@ -218,8 +218,20 @@ class ContextManager:
             payload["name"] = name
         if is_error:
             payload["error"] = _preview(text, 512)
-        return self.append_event("ToolCallFailed" if is_error else "ToolCallFinished", "tool",
-                                 payload, causality, ts)
+        eid = self.append_event("ToolCallFailed" if is_error else "ToolCallFinished", "tool",
+                                payload, causality, ts)
+        if self.store.path is not None and "auto_snapshot" in self._auto_keys():
+            from .workspace.auto import after_tool_result
+
+            snap = after_tool_result(self, tool_call_id, name)
+            if snap is not None and snap.event is not None:
+                return snap.event
+        return eid
+
+    def _auto_keys(self) -> set[str]:
+        """Which automatic behaviours are configured at all (cheap: no pygit2 import)."""
+        cfg = self.store.session(self.session).config
+        return {k for k in ("auto_snapshot",) if cfg.get(k, self.store.config.get(k))}
 
     def record_file_read(self, path: str, content: str | bytes | None = None,
                          summary: str = "", ts: str | None = None) -> str:
@@ -391,6 +403,31 @@ class ContextManager:
                  truncate_system: bool = False, retriever=None) -> ContextBundle:
         return self.compiler.compile(self.resolve(rev), budget, reserved, system_prompt, tools, extra,
                                      eviction_order, truncate_system, retriever)
+
+    # -- workspace -------------------------------------------------------------------------------
+    def snapshot_workspace(self, root: str | None = None, *, reason: str = "snapshot",
+                           only_if_changed: bool = False):
+        """Record ROOT (default: the directory holding `.ctx`) as a git tree in
+        `.ctx/workspace.git` and append a WorkspaceSnapshot event naming it to this branch
+        (ctxstore.workspace; docs/format.md "Workspace snapshots"). Honours .gitignore; never
+        touches the user's git index, HEAD, branches or stash. Returns a SnapshotResult."""
+        from .workspace.snapshot import take_snapshot
+
+        return take_snapshot(self.store, root, ref=self.ref, reason=reason,
+                             only_if_changed=only_if_changed,
+                             command="api: ContextManager.snapshot_workspace")
+
+    def restore_workspace(self, rev: str | None = None, paths: Sequence[str] = (), *,
+                          root: str | None = None, dry_run: bool = False, force: bool = False):
+        """Put the files back as the snapshot at REV (default: this branch's tip; the newest
+        snapshot at or before it) had them. Refuses (WorkspaceConflict) to overwrite files
+        changed since the root's newest snapshot unless `force`; records the root before and
+        after as two snapshot events. Returns a RestorePlan."""
+        from .workspace.restore import restore
+
+        return restore(self.store, self.resolve(rev), tuple(paths), root=root, dry_run=dry_run,
+                       force=force, ref=self.ref, label=rev or self.branch,
+                       command="api: ContextManager.restore_workspace")
 
     def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):
         """Compaction with provenance, checked before it counts (ctxstore.compaction)."""

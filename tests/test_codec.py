@@ -42,6 +42,10 @@ GOLDEN = [
                                 "2a52caf6b977d6/main", None,
                                 "99db66a954598bfa01fa2ca8c843ca04243f1ac1d196f1a7a94585ddb31a8ea6"]]},
      None, "42461960edc59b20cafe8882b66760b2285413dba28e943cee24c5b462a1b86e"),
+    ("workspace", {"tree": "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "base": None, "depth": 1, "files": 0,
+                   "objects": [["4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+                                "570245bd84114448dbc7c3a23980b0c583d16100df4cf638692f8acb3ad70ebe"]]},
+     None, "797a1ea3da3e780e0b349004d616843f8663d0b1c74aff5320f92cb59dddf497"),
 ]
 
 

@@ -17,7 +17,7 @@ LAYERS = [
     {"refs"},
     {"config", "repo"},
     {"state", "context", "trace", "compaction", "importers", "transfer", "integrations",
-     "memory", "retrieval"},
+     "memory", "retrieval", "workspace"},
     {"maintenance"},
     {"manager"},
     {"porcelain"},

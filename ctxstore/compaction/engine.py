@@ -160,6 +160,16 @@ def _checked_summary(summarizer: Summarizer, fallback: Summarizer | None,
     return out2, verdicts2, tokens2, fallback, note
 
 
+def _snapshot_first(cm: CompactionTarget) -> None:
+    """The session option `auto_snapshot` records the files before each compaction
+    (ctxstore.workspace.auto), so the summary's point in time has its files too."""
+    if cm.repo.path is None:
+        return
+    from ..workspace.auto import before_compaction
+
+    before_compaction(cm)
+
+
 def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, Any] | None = None, *,
             keep_recent_tokens: int | None = None, summarizer: Summarizer | None = None,
             cut_at: str | None = None, dry_run: bool = False, ts: str | None = None,
@@ -171,6 +181,9 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
     that fails its checks is replaced by the fallback's (checked the same way; `result.note`
     says so). Nothing to compact is not an error: the result's `noop` says why."""
     policy = dict(policy or {})
+    if not dry_run and (rev is None or cm.resolve(rev) == cm.tip):
+        _snapshot_first(cm)
+        rev = None
     tip = cm.tip
     if rev is not None and cm.resolve(rev) != tip:
         raise BadRevision(f"compaction works on a branch tip: {rev} is not the tip of {cm.branch}")

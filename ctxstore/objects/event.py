@@ -16,7 +16,7 @@ CORE_EVENT_TYPES = frozenset({
     "ToolCallFailed", "ApprovalRequested", "ApprovalGranted", "ApprovalDenied", "FileRead",
     "FileWritten", "DiffApplied", "StateUpdated", "CompactionStarted", "CompactionCompleted",
     "CompactionFailed", "VerifierFinished", "MessageAdded", "BranchMerged", "MemoryWritten",
-    "ArtifactAdded",
+    "ArtifactAdded", "WorkspaceSnapshot",
 })
 ACTORS = frozenset({"user", "agent", "model", "tool", "system", "subagent"})
 

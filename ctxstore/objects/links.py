@@ -15,7 +15,8 @@ from .. import codec
 from ..errors import CorruptObject, ObjectNotFound
 
 #: Event payload keys whose values name objects (a string or a list of strings).
-EVENT_PAYLOAD_LINKS = ("session", "memory_id", "evidence_refs", "artifact_ref", "artifact_id")
+EVENT_PAYLOAD_LINKS = ("session", "memory_id", "evidence_refs", "artifact_ref", "artifact_id",
+                       "workspace")
 #: Causality keys that hold a provider's identifier, never an object id.
 NOT_LINKS = frozenset({"tool_call_id"})
 #: Compaction fields that name objects.
@@ -95,6 +96,16 @@ def _chunks(value: Any, out: list[str]) -> None:
             _ids(item[0], out)
 
 
+def _workspace(value: Any, out: list[str]) -> None:
+    """A workspace snapshot (docs/format.md "Workspace snapshots"): its base and the content of
+    each git object it adds; git ids themselves are not links."""
+    _ids(_get(value, "base"), out)
+    objects = _get(value, "objects")
+    for item in objects if isinstance(objects, list) else ():
+        if isinstance(item, list) and len(item) == 2:
+            _ids(item[1], out)
+
+
 def _fields(*keys: str) -> Callable[[Any, list[str]], None]:
     def walk(value: Any, out: list[str]) -> None:
         for key in keys:
@@ -122,6 +133,7 @@ _WALKERS: dict[str, Callable[[Any, list[str]], None]] = {
     "session": _fields(*SESSION_LINKS),
     "memory": _fields("source_refs", "supersedes"),
     "operation": _operation,
+    "workspace": _workspace,
     "record": _source,  # older imports: a separate record object with the same blobs map
 }
 

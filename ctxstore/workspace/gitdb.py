@@ -1,0 +1,165 @@
+"""The git object database under `.ctx/workspace.git` and the staging of a root into it.
+
+Only this module talks to libgit2 about files on disk. A snapshot stages the root with
+libgit2's own `add -A` (so `.gitignore` at every level, the global excludes file and
+`info/exclude` are honoured exactly as git would) into the stat cache of `workspace.git` —
+never into the user's `.git/index` — and writes the tree. Unchanged files are not re-read:
+the stat cache (one git index per root, parked under `ctx-indexes/` while another root is
+staged) says they are unchanged. See docs/format.md "Workspace snapshots".
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import CtxError, InvalidInput, IOFailure, NotFound
+from ..lockfile import write_file_atomically
+
+GITDIR_NAME = "workspace.git"
+#: What every snapshot leaves out besides the user's ignore rules: a store is never recorded.
+BASE_EXCLUDES = "# written by ctx before each snapshot (docs/format.md)\n.ctx/\n"
+
+#: git object type numbers (libgit2's GIT_OBJECT_*) and names, for the loose form.
+BLOB, TREE = 3, 2
+TYPE_NAMES = {BLOB: "blob", TREE: "tree"}
+NAME_TYPES = {v: k for k, v in TYPE_NAMES.items()}
+#: Tree entry modes a snapshot may hold.
+MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE = 0o100644, 0o100755, 0o120000, 0o040000
+
+
+class WorkspaceError(CtxError):
+    """libgit2 refused something about the workspace (a broken gitdir, an unreadable root)."""
+
+    exit_code = IOFailure.exit_code
+
+
+def root_key(root: str) -> str:
+    """The file name a root's stat cache and newest-snapshot hint live under."""
+    return hashlib.sha1(root.encode("utf-8")).hexdigest()
+
+
+def gitdir_of(ctx_dir: Path) -> Path:
+    return Path(ctx_dir) / GITDIR_NAME
+
+
+def normalize_root(root: str | os.PathLike) -> str:
+    path = Path(root).expanduser()
+    if not path.exists():
+        raise NotFound(f"{root}: no such directory")
+    if not path.is_dir():
+        raise InvalidInput(f"{root}: not a directory (a snapshot records a directory tree)")
+    return str(path.resolve())
+
+
+def open_gitdb(ctx_dir: Path, create: bool = True) -> Any:
+    """The pygit2 repository of `workspace.git` (created bare on first use)."""
+    import pygit2
+
+    gitdir = gitdir_of(ctx_dir)
+    try:
+        if not (gitdir / "HEAD").exists():
+            if not create:
+                return None
+            return pygit2.init_repository(str(gitdir), bare=True)
+        return pygit2.Repository(str(gitdir))
+    except pygit2.GitError as exc:
+        raise WorkspaceError(f"{gitdir}: {exc}") from None
+
+
+@contextmanager
+def snapshot_lock(ctx_dir: Path) -> Iterator[None]:
+    """flock on ctx-snapshot.lock: one snapshot or restore at a time (the stat cache is one
+    file). The kernel drops it when the process dies, so a kill needs no cleanup."""
+    gitdir = gitdir_of(ctx_dir)
+    gitdir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(gitdir / "ctx-snapshot.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _use_index(gitdir: Path, root: str) -> None:
+    """Make `index` the stat cache of ROOT, parking the previous root's (derived data: a
+    missing or lost cache only means the next snapshot re-reads the files)."""
+    marker = gitdir / "ctx-index-root"
+    current = marker.read_text(encoding="utf-8") if marker.exists() else ""
+    if current == root:
+        return
+    parked = gitdir / "ctx-indexes"
+    parked.mkdir(exist_ok=True)
+    index = gitdir / "index"
+    if index.exists():
+        if current:
+            os.replace(index, parked / root_key(current))
+        else:
+            index.unlink()
+    mine = parked / root_key(root)
+    if mine.exists():
+        os.replace(mine, index)
+    write_file_atomically(marker, root.encode("utf-8"), fsync=False)
+
+
+def _write_excludes(gitdir: Path, root: str) -> None:
+    text = BASE_EXCLUDES
+    user = Path(root) / ".git" / "info" / "exclude"
+    if user.is_file():
+        try:
+            text += f"# from {user}\n" + user.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise IOFailure(f"{user}: {exc.strerror or exc}") from None
+        if not text.endswith("\n"):
+            text += "\n"
+    path = gitdir / "info" / "exclude"
+    path.parent.mkdir(exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8", errors="replace") != text:
+        write_file_atomically(path, text.encode("utf-8"), fsync=False)
+
+
+def stage(ctx_dir: Path, root: str) -> tuple[Any, str]:
+    """Stage ROOT into workspace.git's stat cache and write its tree. The caller holds
+    snapshot_lock. Returns (the pygit2 repository, with its workdir set to ROOT; tree id)."""
+    import pygit2
+
+    gitdir = gitdir_of(ctx_dir)
+    git = open_gitdb(ctx_dir)
+    _use_index(gitdir, root)
+    _write_excludes(gitdir, root)
+    try:
+        git = pygit2.Repository(str(gitdir))  # re-read the ignore rules just written
+        git.workdir = root
+        index = git.index
+        index.read(True)
+        index.add_all()  # adds, updates and removes, like `git add -A`
+        tree = index.write_tree()
+        index.write()
+    except pygit2.GitError as exc:
+        raise WorkspaceError(f"snapshot of {root}: {exc}") from None
+    except OSError as exc:
+        raise IOFailure(f"snapshot of {root}: {exc.strerror or exc}") from None
+    return git, str(tree)
+
+
+def loose_bytes(type_num: int, data: bytes) -> bytes:
+    """A git object in git's loose form (what its SHA-1 id hashes)."""
+    return b"%s %d\0%s" % (TYPE_NAMES[type_num].encode(), len(data), data)
+
+
+def parse_loose(raw: bytes) -> tuple[int, bytes]:
+    head, sep, data = raw.partition(b"\0")
+    name, _, size = head.partition(b" ")
+    kind = NAME_TYPES.get(name.decode("ascii", "replace"))
+    if not sep or kind is None or not size.isdigit() or int(size) != len(data):
+        raise ValueError("not a git blob or tree in loose form")
+    return kind, data
+
+
+def git_id(raw: bytes) -> str:
+    return hashlib.sha1(raw).hexdigest()
