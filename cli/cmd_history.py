@@ -229,10 +229,16 @@ def show_cmd(state, rev: str, verbose: bool, raw: bool, as_json: bool) -> None:
 @click.argument("b")
 @click.option("--stat", is_flag=True,
               help="Counts only: events per type on each side and a line per changed state section.")
+@click.option("--files", is_flag=True,
+              help="Instead: the file changes between the newest workspace snapshots at A and "
+                   "at B (git's name-status with renames; --stat adds line counts, --patch the "
+                   "diff).")
+@click.option("--patch", is_flag=True, help="With --files: the unified diff of the files.")
 @click.option("--json", "as_json", is_flag=True,
-              help="{a, b, merge_base, only_a: [...], only_b: [...], state} (events newest first).")
+              help="{a, b, merge_base, only_a: [...], only_b: [...], state} (events newest first);"
+                   " with --files {a, b, changes}.")
 @click.pass_obj
-def diff_cmd(state, a: str, b: str, stat: bool, as_json: bool) -> None:
+def diff_cmd(state, a: str, b: str, stat: bool, files: bool, patch: bool, as_json: bool) -> None:
     """Compare two revisions from their merge base: events only in A, only in B, and how the
     projected state differs (goal, plan, files, facts, errors, ...).
 
@@ -241,7 +247,11 @@ def diff_cmd(state, a: str, b: str, stat: bool, as_json: bool) -> None:
       ctx diff main try-b
       ctx diff --stat HEAD~10 HEAD
       ctx diff main try-b --json | jq '.state'
+      ctx diff --files main try-b
     """
+    if files:
+        _diff_files(state, a, b, stat, patch, as_json)
+        return
     d = ph.diff(state.repo, a, b)
     from ctxstore.porcelain import context as pc  # state projection: only `diff` needs it
 
@@ -269,6 +279,26 @@ def diff_cmd(state, a: str, b: str, stat: bool, as_json: bool) -> None:
             click.echo(line)
     else:
         click.echo(style("state: no difference", bold=True))
+
+
+def _diff_files(state, a: str, b: str, stat: bool, patch: bool, as_json: bool) -> None:
+    from ctxstore.porcelain import workspace as pw
+
+    fd = pw.diff_files(state.repo, a, b, patch=patch)
+    if as_json:
+        emit_json(fd.to_dict())
+        return
+    output.page()
+    click.echo(f"files: snapshot {short(fd.a_event)} ({a}) → {short(fd.b_event)} ({b})")
+    colors = {"A": "green", "D": "red", "R": "yellow"}
+    for c in fd.changes:
+        name = f"{c.old_path} → {c.path}" if c.old_path else c.path
+        counts = (" (binary)" if c.binary else f" +{c.additions} -{c.deletions}") if stat else ""
+        click.echo(style(f"{c.status} {name}", fg=colors.get(c.status)) + counts)
+    if not fd.changes:
+        click.echo("no file changes")
+    if patch and fd.patch:
+        click.echo(fd.patch, nl=False)
 
 
 def _type_counts(events) -> list[tuple[str, int]]:

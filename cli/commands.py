@@ -80,6 +80,12 @@ COMMANDS: dict[str, Entry] = {
                                   " from files or folders."),
     "export": Entry("cmd_import", "Write a session (REV may be a session id: every branch) or one "
                                   "history as JSONL."),
+    "snapshot": Entry("cmd_workspace", "Record the files of PATH (default: the directory holding"
+                                       " .ctx) as a git tree in .ctx/workspace.git and append a "
+                                       "WorkspaceSnapshot event to HEAD's branch."),
+    "restore": Entry("cmd_workspace", "Put the files back as the snapshot at REV had them (REV "
+                                      "itself, or the newest snapshot on REV's history), "
+                                      "optionally only PATHS (relative to the root)."),
     "pack": Entry("cmd_transfer", "Write the named branches or sessions (default: HEAD's session),"
                                   " and everything they reach, to one self-describing, checksummed"
                                   " FILE; or inspect one with --verify / --list."),
