@@ -1,0 +1,346 @@
+"""Workspace snapshots (docs/format.md "Workspace snapshots"): round trips through git trees,
+ignore rules, the user's git untouched, restore's refusal, travel by pack, gc, kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from ctxstore.errors import WorkspaceConflict
+from ctxstore.manager import ContextManager
+from ctxstore.repo import Repository
+from ctxstore.workspace import diff_files, git_objects
+from ctxstore.workspace.closure import listed_objects
+from ctxstore.workspace.snapshot import read_workspace
+from tests.clitools import Ctx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def files_of(root: Path) -> dict[str, tuple]:
+    """Every file under ROOT except .ctx and .git: content or link target, and the x bit."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in (".ctx", ".git")]
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p))
+            else:
+                out[rel] = (p.read_bytes(), bool(p.stat().st_mode & 0o100))
+    return out
+
+
+def make_tree(root: Path) -> None:
+    (root / "src" / "deep").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("print('hi')\n")
+    (root / "src" / "deep" / "data.bin").write_bytes(bytes(range(256)) * 40 + b"\x00\xff")
+    (root / "run.sh").write_text("#!/bin/sh\necho run\n")
+    os.chmod(root / "run.sh", 0o755)
+    os.symlink("src/main.py", root / "link-to-main")
+    os.symlink("/nonexistent/target", root / "dangling")
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    (root / "src" / ".gitignore").write_text("secret.txt\n!keep.log\n")
+    (root / "app.log").write_text("ignored\n")
+    (root / "src" / "keep.log").write_text("kept by a nested negation\n")
+    (root / "src" / "secret.txt").write_text("nested ignore\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.o").write_bytes(b"obj")
+
+
+@pytest.fixture
+def cm(tmp_path):
+    repo = Repository.init(tmp_path)
+    yield ContextManager.start(repo, title="ws")
+    repo.close()
+
+
+def test_round_trip_binary_symlink_exec_delete_rename_ignored(cm, tmp_path):
+    make_tree(tmp_path)
+    first = cm.snapshot_workspace()
+    tree = pygit2.Repository(str(tmp_path / ".ctx" / "workspace.git"))[first.tree]
+    names = set(Repository_paths(tree))
+    # libgit2 1.9 (unlike git 2.x) lets the parent's `*.log` win over the nested `!keep.log`:
+    # snapshots follow libgit2, as docs/format.md says
+    assert {"src/main.py", "src/deep/data.bin", "run.sh", "link-to-main", "dangling",
+            ".gitignore", "src/.gitignore"} == names
+    assert tree["run.sh"].filemode == 0o100755 and tree["link-to-main"].filemode == 0o120000
+    before = files_of(tmp_path)
+    # delete, rename, change mode, retarget a link, change binary content
+    (tmp_path / "src" / "main.py").rename(tmp_path / "src" / "app.py")
+    (tmp_path / "run.sh").unlink()
+    os.chmod(tmp_path / "src" / "deep" / "data.bin", 0o755)
+    (tmp_path / "link-to-main").unlink()
+    os.symlink("src/app.py", tmp_path / "link-to-main")
+    (tmp_path / "new.bin").write_bytes(b"\x00" * 10)
+    (tmp_path / "app.log").write_text("still ignored, changed\n")
+    second = cm.snapshot_workspace()
+    assert (second.added, second.deleted) == (2, 2)
+    changes = {c.status: c for c in diff_files(cm.store, first.event, second.event).changes}
+    assert changes["R"].old_path == "src/main.py" and changes["R"].path == "src/app.py"
+    after = files_of(tmp_path)
+    plan = cm.restore_workspace(first.event)
+    assert plan.applied and not plan.conflicts
+    restored = files_of(tmp_path)
+    # every recorded file is back; ignored files were never touched
+    assert restored == {**before, "app.log": after["app.log"]}
+    assert not (tmp_path / "new.bin").exists() and not (tmp_path / "src" / "app.py").exists()
+    # and back again: the before-restore snapshot brings the later state back
+    cm.restore_workspace(plan.before_event)
+    assert files_of(tmp_path) == after
+
+
+def Repository_paths(tree, prefix=""):
+    for e in tree:
+        if e.filemode == 0o040000:
+            yield from Repository_paths(e, prefix + e.name + "/")
+        else:
+            yield prefix + e.name
+
+
+def test_info_exclude_and_global_excludes(cm, tmp_path, monkeypatch):
+    make_tree(tmp_path)
+    pygit2.init_repository(str(tmp_path))
+    (tmp_path / ".git" / "info").mkdir(exist_ok=True)
+    (tmp_path / ".git" / "info" / "exclude").write_text("local-only.txt\n")
+    (tmp_path / "local-only.txt").write_text("x")
+    home = tmp_path.parent / f"{tmp_path.name}-home"
+    home.mkdir()
+    (home / "global-ignore").write_text("*.swp\n")
+    (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home / 'global-ignore'}\n")
+    (tmp_path / "notes.swp").write_text("x")
+    old = pygit2.settings.search_path[pygit2.GIT_CONFIG_LEVEL_GLOBAL]
+    pygit2.settings.search_path[pygit2.GIT_CONFIG_LEVEL_GLOBAL] = str(home)
+    try:
+        res = cm.snapshot_workspace()
+    finally:
+        pygit2.settings.search_path[pygit2.GIT_CONFIG_LEVEL_GLOBAL] = old
+    tree = pygit2.Repository(str(tmp_path / ".ctx" / "workspace.git"))[res.tree]
+    names = set(Repository_paths(tree))
+    assert "local-only.txt" not in names and "notes.swp" not in names
+    assert not any(n.startswith(".ctx/") or n.startswith(".git/") for n in names)
+
+
+def test_users_git_is_never_touched(cm, tmp_path):
+    make_tree(tmp_path)
+    user = pygit2.init_repository(str(tmp_path))
+    user.index.add("src/main.py")
+    user.index.write()
+    sig = pygit2.Signature("a", "a@example.invalid")
+    user.create_commit("HEAD", sig, sig, "one", user.index.write_tree(), [])
+    (tmp_path / "src" / "main.py").write_text("changed, not staged\n")
+    git = tmp_path / ".git"
+    before = {str(p): p.read_bytes() for p in git.rglob("*") if p.is_file()}
+    first = cm.snapshot_workspace()
+    (tmp_path / "run.sh").write_text("changed\n")
+    cm.snapshot_workspace()
+    cm.restore_workspace(first.event)
+    after = {str(p): p.read_bytes() for p in git.rglob("*") if p.is_file()}
+    assert before == after  # index, HEAD, refs, no stash, no objects added
+
+
+def test_unchanged_files_cost_nothing(cm, tmp_path):
+    for d in range(5):
+        (tmp_path / f"d{d}").mkdir()
+        for f in range(20):
+            (tmp_path / f"d{d}" / f"f{f}.txt").write_text(f"{d} {f}\n")
+    first = cm.snapshot_workspace()
+    assert first.files == 100 and first.added == 100
+    (tmp_path / "d3" / "f7.txt").write_text("changed\n")
+    second = cm.snapshot_workspace()
+    listed = read_workspace(cm.store, second.workspace)["objects"]
+    assert len(listed) == 3  # the blob, d3's tree, the root tree
+    assert (second.files, second.modified, second.added, second.deleted) == (100, 1, 0, 0)
+    third = cm.snapshot_workspace()  # nothing changed: the same workspace object
+    assert third.workspace == second.workspace and third.tree == second.tree
+
+
+def test_restore_refuses_to_overwrite_unsnapshotted_changes(tmp_path):
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new")
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    ctx("snapshot")
+    (tmp_path / "a.txt").write_text("two\n")
+    ctx("snapshot")
+    (tmp_path / "a.txt").write_text("user's work\n")
+    (tmp_path / "new.txt").write_text("also user's\n")
+    err = ctx.fails(18, "restore", "HEAD~1")
+    assert "a.txt" in err and "--force" in err
+    assert (tmp_path / "a.txt").read_text() == "user's work\n"
+    # a restore of other paths goes ahead; a dry run says what is in the way
+    out = ctx("restore", "HEAD~1", "b.txt").stdout
+    assert "already matches" in out
+    dry = ctx.json("restore", "HEAD~1", "--dry-run")
+    assert dry["conflicts"] == ["a.txt", "new.txt"] and not dry["applied"]
+    done = ctx.json("restore", "HEAD~1", "--force")
+    assert done["applied"] and (tmp_path / "a.txt").read_text() == "one\n"
+    assert not (tmp_path / "new.txt").exists()
+    # the user's work is in the before-restore snapshot: restoring it brings it back
+    ctx("restore", done["before"])
+    assert (tmp_path / "a.txt").read_text() == "user's work\n"
+    assert (tmp_path / "new.txt").read_text() == "also user's\n"
+
+
+def test_snapshot_travels_by_pack_and_restores_there(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    make_tree(one)
+    a = Ctx(one)
+    a("init", str(one))
+    a("new")
+    first = a.json("snapshot")
+    (one / "src" / "main.py").write_text("second version\n")
+    snap = a.json("snapshot")
+    a("pack", "-o", str(tmp_path / "s.ctxpack"))
+    b = Ctx(two)
+    b("init", str(two))
+    b("unpack", str(tmp_path / "s.ctxpack"))
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    b("restore", snap["event"][:12], "--root", str(target))
+    want = {k: v for k, v in files_of(one).items()
+            if k not in ("app.log", "src/secret.txt", "build/out.o", "src/keep.log")}
+    assert files_of(target) == want
+    fd = b.json("diff", "--files", first["event"], snap["event"])
+    assert [c["path"] for c in fd["changes"]] == ["src/main.py"]
+    # what the unpacked store needs is exactly what git_objects names
+    repo = Repository.open(two / ".ctx")
+    try:
+        need = git_objects(repo, [snap["event"]])
+        assert snap["tree"] in need
+        assert set(need) >= set(listed_objects(repo, snap["workspace"]))
+    finally:
+        repo.close()
+
+
+def test_gc_keeps_snapshot_content_and_workspace_git_is_derived(tmp_path):
+    import shutil
+
+    make_tree(tmp_path)
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new")
+    first = ctx.json("snapshot")
+    (tmp_path / "src" / "main.py").write_text("v2\n")
+    ctx("snapshot")
+    ctx("gc", "--prune", "now")
+    ctx("fsck")
+    shutil.rmtree(tmp_path / ".ctx" / "workspace.git")  # only a cache of the store
+    ctx("restore", first["event"][:12], "--force")
+    assert (tmp_path / "src" / "main.py").read_text() == "print('hi')\n"
+
+
+def test_auto_snapshot_after_writing_calls_and_before_compaction(tmp_path):
+    repo = Repository.init(tmp_path)
+    cm = ContextManager.start(repo, title="auto", config={"auto_snapshot": True})
+    (tmp_path / "f.txt").write_text("1\n")
+    cm.record_tool_call("c1", "Read", {"file_path": str(tmp_path / "f.txt")})
+    cm.record_tool_result("c1", "1")
+    types = [ev.type for _, ev in repo.graph.first_parents(cm.tip)]
+    assert "WorkspaceSnapshot" not in types  # a read writes nothing
+    cm.record_tool_call("c2", "Write", {"file_path": str(tmp_path / "f.txt"), "content": "2\n"})
+    (tmp_path / "f.txt").write_text("2\n")
+    cm.record_tool_result("c2", "ok")
+    tip = repo.graph.event(cm.tip)
+    assert tip.type == "WorkspaceSnapshot" and tip.payload["reason"].startswith("after Write")
+    cm.record_tool_call("c3", "Bash", {"command": "true"})
+    cm.record_tool_result("c3", "")
+    assert repo.graph.event(cm.tip).type == "ToolCallFinished"  # ran, changed nothing
+    (tmp_path / "f.txt").write_text("3\n")
+    cm.compact(keep_recent_tokens=1)
+    reasons = [ev.payload.get("reason") for _, ev in repo.graph.first_parents(cm.tip)
+               if ev.type == "WorkspaceSnapshot"]
+    assert "before compaction" in reasons
+    repo.close()
+
+
+def test_auto_snapshot_is_off_by_default(cm, tmp_path):
+    cm.record_tool_call("c1", "Write", {"file_path": "x", "content": "y"})
+    cm.record_tool_result("c1", "ok")
+    assert not (tmp_path / ".ctx" / "workspace.git").exists()
+
+
+def test_corrupt_content_is_refused_on_hydration(cm, tmp_path):
+    (tmp_path / "a.txt").write_text("a\n")
+    snap = cm.snapshot_workspace()
+    value = read_workspace(cm.store, snap.workspace)
+    bad = cm.store.store.put("blob", b"blob 2\0zz")
+    value["objects"] = [[oid, bad] for oid, _ in value["objects"]]
+    forged = cm.store.store.put("workspace", value)
+    with cm.store.transaction(cm.ref) as tx:
+        eid = tx.append("WorkspaceSnapshot", "system", {"workspace": forged, "tree": value["tree"]})
+    import shutil
+
+    shutil.rmtree(tmp_path / ".ctx" / "workspace.git")
+    from ctxstore.errors import CorruptObject
+
+    with pytest.raises(CorruptObject, match="does not hash to git object"):
+        cm.restore_workspace(eid, force=True)
+
+
+def test_conflict_error_names_files(cm, tmp_path):
+    (tmp_path / "a.txt").write_text("a\n")
+    first = cm.snapshot_workspace()
+    (tmp_path / "a.txt").write_text("b\n")
+    with pytest.raises(WorkspaceConflict) as info:
+        cm.restore_workspace(first.event)
+    assert info.value.details["files"] == ["a.txt"]
+
+
+_KILL_CHILD = """
+import sys
+from ctxstore.repo import Repository
+from ctxstore.manager import ContextManager
+repo = Repository.open(sys.argv[1])
+cm = ContextManager(repo)
+n = 0
+from pathlib import Path
+root = Path(sys.argv[2])
+print("start", flush=True)
+while True:
+    (root / "d0" / "moving.txt").write_text(str(n))
+    cm.snapshot_workspace()
+    print(n, flush=True)
+    n += 1
+"""
+
+
+def test_kill_9_during_snapshot_leaves_the_store_fsck_clean(tmp_path):
+    root = tmp_path / "w"
+    root.mkdir()
+    for d in range(20):
+        (root / f"d{d}").mkdir()
+        for f in range(60):
+            (root / f"d{d}" / f"f{f}.txt").write_text(f"{d}/{f}\n" * 30)
+    ctx = Ctx(root)
+    ctx("init", str(root))
+    ctx("new")
+    import random
+    import shutil
+
+    rng = random.Random(15)
+    for attempt in range(4):
+        if attempt % 2:  # the first snapshot of a tree is the long one: kill inside it
+            shutil.rmtree(root / ".ctx" / "workspace.git", ignore_errors=True)
+        child = subprocess.Popen([sys.executable, "-c", _KILL_CHILD, str(root / ".ctx"),
+                                  str(root)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline() == "start\n"
+        time.sleep(rng.uniform(0.05, 1.0))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        ctx("fsck", "--full")
+    snap = ctx.json("snapshot")
+    assert snap["files"] == 1201
+    ctx("restore", snap["event"][:12])
