@@ -127,9 +127,10 @@ def _apply(git: Any, root: str, target: dict[str, tuple[str, int]], plan: Restor
         for path in sorted(plan.delete, reverse=True):
             (base / path).unlink(missing_ok=True)
             _prune_dirs(base, (base / path).parent)
+        ready: set[Path] = set()  # directories already known to be real directories
         for path in plan.write:
             oid, mode = target[path]
-            _write(base, base / path, git[oid].data, mode, umask)
+            _write(base, base / path, git[oid].data, mode, umask, ready)
     except OSError as exc:
         raise IOFailure(f"restore into {root}: {exc.filename or ''}: {exc.strerror or exc}") \
             from None
@@ -156,9 +157,15 @@ def _clear_way(root: Path, path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _write(root: Path, path: Path, data: bytes, mode: int, umask: int) -> None:
-    _clear_way(root, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write(root: Path, path: Path, data: bytes, mode: int, umask: int,
+           ready: set[Path]) -> None:
+    if path.parent in ready:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+    else:
+        _clear_way(root, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ready.add(path.parent)
     tmp = path.parent / f".ctx-restore-{os.getpid()}-{path.name}"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
