@@ -344,3 +344,115 @@ def test_kill_9_during_snapshot_leaves_the_store_fsck_clean(tmp_path):
     snap = ctx.json("snapshot")
     assert snap["files"] == 1201
     ctx("restore", snap["event"][:12])
+
+
+def _claude_transcript(path: Path, cwd: Path, tracked: dict) -> None:
+    import json
+
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "edit a.txt please"},
+         "uuid": "11111111-1111-1111-1111-111111111111", "parentUuid": None,
+         "sessionId": "sess-1", "cwd": str(cwd), "timestamp": "2026-01-01T00:00:00.000Z"},
+        {"type": "file-history-snapshot", "messageId": "11111111-1111-1111-1111-111111111111",
+         "snapshot": {"messageId": "11111111-1111-1111-1111-111111111111",
+                      "trackedFileBackups": tracked, "timestamp": "2026-01-01T00:00:01.000Z"},
+         "isSnapshotUpdate": False},
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_import_claude_code_file_history_where_backups_exist(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("after Claude's edit\n")
+    (project / "created.txt").write_text("made by Claude\n")
+    (project / "other.txt").write_text("never tracked\n")
+    config = tmp_path / "claude"
+    (config / "file-history" / "sess-1").mkdir(parents=True)
+    (config / "file-history" / "sess-1" / "3f2a@v1").write_text("before the edit\n")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    t = tmp_path / "sess-1.jsonl"
+    _claude_transcript(t, project, {
+        str(project / "a.txt"): {"backupFileName": "3f2a@v1", "version": 1,
+                                 "backupTime": "2026-01-01T00:00:01.000Z"},
+        "created.txt": {"backupFileName": None, "version": 1,
+                        "backupTime": "2026-01-01T00:00:01.000Z"}})
+    store = tmp_path / "store"
+    store.mkdir()
+    ctx = Ctx(store)
+    ctx("init", str(store))
+    ctx("import", str(t))
+    ctx("checkout", ctx.json("sessions")[0]["id"])
+    found = [e for e in ctx.json("log") if e["payload"].get("workspace")]
+    assert len(found) == 1 and found[0]["payload"]["partial"] is True
+    assert found[0]["payload"]["absent"] == ["created.txt"]
+    # nothing was snapshotted of the project yet: every touched file is "uncommitted"
+    ctx.fails(18, "restore", found[0]["id"])
+    ctx("restore", found[0]["id"], "--force")
+    assert (project / "a.txt").read_text() == "before the edit\n"
+    assert not (project / "created.txt").exists()
+    assert (project / "other.txt").read_text() == "never tracked\n"  # partial: untouched
+
+
+def test_import_claude_code_file_history_without_backups_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "nothing-here"))
+    t = tmp_path / "sess-1.jsonl"
+    _claude_transcript(t, tmp_path, {str(tmp_path / "a.txt"): {
+        "backupFileName": "3f2a@v1", "version": 1, "backupTime": "2026-01-01T00:00:01.000Z"}})
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    res = ctx.json("import", str(t))
+    assert any("backups not found" in n for n in res["notes"])
+    ctx("checkout", ctx.json("sessions")[0]["id"])
+    snaps = [e for e in ctx.json("log", "--bookkeeping") if "workspace_missing" in e["payload"]]
+    assert len(snaps) == 1 and "a.txt" in snaps[0]["payload"]["workspace_missing"]
+
+
+def test_import_codex_ghost_commits(tmp_path):
+    import json
+
+    project = tmp_path / "project"
+    project.mkdir()
+    user = pygit2.init_repository(str(project))
+    sig = pygit2.Signature("codex", "codex@example.invalid")
+    ghosts = []
+    for i, text in enumerate(["one\n", "two\n"]):
+        (project / "f.txt").write_text(text)
+        (project / f"added{i}.txt").write_text("x\n")
+        index = pygit2.Index()
+        for name in sorted(os.listdir(project)):
+            if name != ".git":
+                blob = user.create_blob((project / name).read_bytes())
+                index.add(pygit2.IndexEntry(name, blob, pygit2.GIT_FILEMODE_BLOB))
+        tree = index.write_tree(user)
+        # a ghost commit: no ref names it, as Codex leaves it
+        ghosts.append(str(user.create_commit(None, sig, sig, "ghost", tree, [])))
+    (project / "f.txt").write_text("later work\n")
+    head = {"timestamp": "2026-01-01T00:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "0199-ghost", "timestamp": "2026-01-01T00:00:00.000Z",
+                        "cwd": str(project), "originator": "codex_cli_rs"}}
+    items = [{"timestamp": f"2026-01-01T00:00:0{i + 1}.000Z", "type": "response_item",
+              "payload": {"type": "ghost_snapshot",
+                          "ghost_commit": {"id": g, "parent": None,
+                                           "preexisting_untracked_files": [],
+                                           "preexisting_untracked_dirs": []}}}
+             for i, g in enumerate(ghosts + ["0" * 40])]
+    t = tmp_path / "rollout-2026-01-01T00-00-00-0199-ghost.jsonl"
+    t.write_text("".join(json.dumps(x) + "\n" for x in [head, *items]))
+    store = tmp_path / "store"
+    store.mkdir()
+    ctx = Ctx(store)
+    ctx("init", str(store))
+    res = ctx.json("import", str(t))
+    assert any("not in" in n for n in res["notes"])  # the third commit does not exist
+    ctx("checkout", ctx.json("sessions")[0]["id"])
+    log = ctx.json("log", "--bookkeeping")
+    snaps = [e for e in log if e["payload"].get("workspace")]
+    assert [e["payload"]["ghost_commit"] for e in reversed(snaps)] == ghosts
+    assert any("workspace_missing" in e["payload"] for e in log)
+    fd = ctx.json("diff", "--files", snaps[1]["id"], snaps[0]["id"])
+    assert {(c["status"], c["path"]) for c in fd["changes"]} == {("M", "f.txt"),
+                                                                 ("A", "added1.txt")}
+    ctx("restore", snaps[1]["id"], "--force")  # the first ghost commit
+    assert (project / "f.txt").read_text() == "one\n" and not (project / "added1.txt").exists()
+    assert user.head_is_unborn and not list(user.references)  # the user's repo untouched

@@ -73,6 +73,10 @@ def map_record(b: SessionBuilder, fs: FileState, rec: dict, line: int) -> None:
         for key in ("customTitle", "aiTitle"):  # custom-title / ai-title records
             if isinstance(rec.get(key), str):
                 payload["title"] = preview(rec[key])
+        if t == "file-history-snapshot":  # the files Claude backed up, if still on disk
+            from ..workspace.imported import claude_file_history
+
+            payload.update(claude_file_history(b, rec, b.source_id, b.cwd))
         b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system", payload, ts=ts)
 
 

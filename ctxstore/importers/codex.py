@@ -97,6 +97,7 @@ class Rollout:
         self.b = b
         self.calls: dict[str, tuple[str, str]] = {}
         self.model = ""
+        self.ghosts = None  # GhostCommits, on the first ghost_snapshot
 
     def run(self, path: Path) -> None:
         b = self.b
@@ -148,6 +149,13 @@ class Rollout:
             self.call(p, kind, ts)
         elif kind in OUTPUTS and isinstance(p.get("call_id"), str):
             self.output(p, n, ts)
+        elif kind == "ghost_snapshot":  # a commit Codex made in the user's repository
+            if self.ghosts is None:
+                from ..workspace.imported import GhostCommits
+
+                self.ghosts = GhostCommits(b, b.cwd)
+            b.append(f"{FMT}:response_item", "system",
+                     {"subtype": kind, **self.ghosts.payload(p)}, ts=ts)
         else:
             b.append(f"{FMT}:response_item", "system",
                      {"subtype": kind} if isinstance(kind, str) else {}, ts=ts)

@@ -252,6 +252,8 @@ class SessionBuilder:
         self.store = ctx.repo.store
         self.fmt = fmt
         self.file = file
+        self.source_id = source_id
+        self.cwd = cwd
         self.last_ts = good_ts(ts) or EPOCH
         self.tx = ctx.tx
         self.sid, self.root = self.tx.new_session(

@@ -23,8 +23,11 @@ def is_bookkeeping(ev: Event) -> bool:
     """A record an importer kept from the source that neither the user nor the model wrote:
     a namespaced type of an importer (`claude-code:progress`, `claude-code:file-history-snapshot`,
     `codex:turn_context`, `pi:model_change`, ...) with actor `system`. Harness records a person
-    wrote (`pi:bashExecution`, actor user) and custom types (`x.tool.Thing`) are not."""
-    return ev.actor == "system" and ev.type.startswith(SOURCE_NAMESPACES)
+    wrote (`pi:bashExecution`, actor user) and custom types (`x.tool.Thing`) are not, nor is
+    a harness record mapped onto a workspace snapshot (payload.workspace: `ctx restore` can
+    use it)."""
+    return ev.actor == "system" and ev.type.startswith(SOURCE_NAMESPACES) \
+        and "workspace" not in ev.payload
 
 
 def payload_strings(value: Any, skip: frozenset[str] = frozenset({"source"})) -> Iterator[str]:
