@@ -149,6 +149,18 @@ def _unwrap_output(preview: str) -> str:
         if doc["output"].strip() else f"(no output{f', exit {code}' if code not in (None, 0) else ''})"
 
 
+def _snapshot_summary(p, width: int) -> str:
+    """A workspace snapshot: why, where, how many files and what changed."""
+    if "workspace" not in p:
+        return one_line(f"files not recorded: {p.get('workspace_missing', '')}", width)
+    what = "partial snapshot" if p.get("partial") else "snapshot"
+    counts = "".join(f" {sign}{p[k]}" for sign, k in (("+", "added"), ("~", "modified"),
+                                                       ("-", "deleted")) if p.get(k))
+    reason = p.get("reason")
+    return one_line(f"{what} of {p.get('root', '?')}: {p.get('files', '?')} files{counts}"
+                    + (f" ({reason})" if reason and reason != "snapshot" else ""), width)
+
+
 def event_summary(ev: Event, width: int = 80, cwd: str = "",
                   tool_names: dict[str, str] | None = None) -> str:
     """One line that says what an event was about, from its payload alone (no object reads).
@@ -158,6 +170,8 @@ def event_summary(ev: Event, width: int = 80, cwd: str = "",
         return f"merged branch {p.get('branch', '')} ({p.get('merged_events', '?')} events summarized)"
     if ev.type == "CompactionCompleted":
         return _compaction_summary(p)
+    if "workspace" in p or "workspace_missing" in p:
+        return _snapshot_summary(p, width)
     if ev.type == "ToolCallRequested":
         return tool_call_summary(str(p.get("name", "")), p.get("args"), cwd, width)
     if ev.type in ("MemoryWritten", "ctx:memory-forgotten", "ctx:memory-used"):
