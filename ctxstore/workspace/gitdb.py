@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CtxError, InvalidInput, IOFailure, NotFound
-from ..lockfile import write_file_atomically
+from ..lockfile import replace_file
 
 GITDIR_NAME = "workspace.git"
 #: What every snapshot leaves out besides the user's ignore rules: a store is never recorded.
@@ -37,6 +37,13 @@ class WorkspaceError(CtxError):
     """libgit2 refused something about the workspace (a broken gitdir, an unreadable root)."""
 
     exit_code = IOFailure.exit_code
+
+
+def replace_derived(path: Path, data: bytes) -> None:
+    """Replace a derived file under workspace.git. Only a holder of snapshot_lock writes
+    these, so a plain temporary name (not an O_EXCL lock file, which a kill -9 would leave
+    behind to block the next snapshot) is safe."""
+    replace_file(path.with_name(path.name + ".tmp"), path, data, fsync=False)
 
 
 def root_key(root: str) -> str:
@@ -104,7 +111,7 @@ def _use_index(gitdir: Path, root: str) -> None:
     mine = parked / root_key(root)
     if mine.exists():
         os.replace(mine, index)
-    write_file_atomically(marker, root.encode("utf-8"), fsync=False)
+    replace_derived(marker, root.encode("utf-8"))
 
 
 def _write_excludes(gitdir: Path, root: str) -> None:
@@ -120,7 +127,7 @@ def _write_excludes(gitdir: Path, root: str) -> None:
     path = gitdir / "info" / "exclude"
     path.parent.mkdir(exist_ok=True)
     if not path.exists() or path.read_text(encoding="utf-8", errors="replace") != text:
-        write_file_atomically(path, text.encode("utf-8"), fsync=False)
+        replace_derived(path, text.encode("utf-8"))
 
 
 def stage(ctx_dir: Path, root: str) -> tuple[Any, str]:
@@ -129,7 +136,9 @@ def stage(ctx_dir: Path, root: str) -> tuple[Any, str]:
     import pygit2
 
     gitdir = gitdir_of(ctx_dir)
-    git = open_gitdb(ctx_dir)
+    open_gitdb(ctx_dir)
+    # under snapshot_lock nobody else writes the index: a lock file is left by a killed run
+    (gitdir / "index.lock").unlink(missing_ok=True)
     _use_index(gitdir, root)
     _write_excludes(gitdir, root)
     try:

@@ -14,7 +14,6 @@ from typing import Any
 
 from ..chunking import put_artifact_content
 from ..errors import CorruptObject, ObjectNotFound, Unsupported
-from ..lockfile import write_file_atomically
 from . import gitdb
 from .trees import delta
 
@@ -67,7 +66,7 @@ def newest_of_root(repo, root: str) -> str | None:
 def remember(repo, root: str, wid: str) -> None:
     path = _hint_path(ctx_dir_of(repo), root)
     path.parent.mkdir(exist_ok=True)
-    write_file_atomically(path, (wid + "\n").encode("ascii"), fsync=False)
+    gitdb.replace_derived(path, (wid + "\n").encode("ascii"))
 
 
 @dataclass
