@@ -11,6 +11,7 @@ _LAZY = {
     "default_root": ".snapshot", "read_workspace": ".snapshot",
     "git_objects": ".closure", "hydrate": ".closure", "snapshot_at": ".closure",
     "is_snapshot": ".closure", "workspace_of": ".closure", "listed_objects": ".closure",
+    "read_git_object": ".closure",
     "restore": ".restore", "RestorePlan": ".restore",
     "diff_files": ".filediff", "FilesDiff": ".filediff",
     "auto_snapshot_enabled": ".auto", "after_tool_result": ".auto",

@@ -11,7 +11,6 @@ restoring the first. docs/format.md "Workspace snapshots", "Restore".
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from .snapshot import (
     read_workspace,
     remember,
 )
-from .trees import flat, in_scope
+from .trees import changed, entry, flat, in_scope
 
 #: How many conflicting files a refusal names before "and N more".
 NAMED = 20
@@ -77,23 +76,25 @@ def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | Non
         git = hydrate(repo, wid)
         now = capture(repo, root_dir)
         git = now.git
-        target, current = flat(git, tree), flat(git, now.tree)
-        baseline = flat(git, now.base_tree)
         partial = bool(ev.payload.get("partial"))
-        for path, entry in target.items():
-            if in_scope(path, scope) and current.get(path) != entry:
-                plan.write.append(path)
-        gone = ev.payload.get("absent", ()) if partial else current
-        for path in gone:
-            if isinstance(path, str) and path in current and path not in target \
-                    and in_scope(path, scope):
-                plan.delete.append(path)
-        plan.write.sort()
-        plan.delete.sort()
+        if partial:  # only the files the harness tracked: look each one up
+            wanted = {p: e for p, e in flat(git, tree).items() if in_scope(p, scope)}
+            for p in ev.payload.get("absent", ()):
+                if isinstance(p, str) and p not in wanted and in_scope(p, scope):
+                    wanted[p] = None
+            moves = {p: e for p, e in wanted.items() if entry(git, now.tree, p) != e}
+        else:
+            moves = {p: e for p, e in changed(git, now.tree, tree).items() if in_scope(p, scope)}
+        target = {p: e for p, e in moves.items() if e is not None}
+        plan.write = sorted(target)
+        plan.delete = sorted(p for p, e in moves.items() if e is None)
+        user = changed(git, now.base_tree, now.tree) if not partial else None
         for path in plan.write + plan.delete:
-            if current.get(path) != baseline.get(path):
+            mine = entry(git, now.tree, path)
+            if (path in user) if user is not None else \
+                    mine != entry(git, now.base_tree, path):
                 plan.conflicts.append(path)
-            elif path not in current and os.path.lexists(os.path.join(root_dir, path)):
+            elif mine is None and os.path.lexists(os.path.join(root_dir, path)):
                 plan.conflicts.append(path)  # an ignored file or a directory in the way
         plan.conflicts.sort()
         if plan.conflicts and not force and not dry_run:
@@ -106,7 +107,7 @@ def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | Non
                   "--force)", files=plan.conflicts)
         if dry_run or not (plan.write or plan.delete):
             return plan
-        _apply(git, root_dir, target, plan)
+        _apply(git, root_dir, tree, plan)
         after = capture(repo, root_dir)
         with repo.transaction(ref, message=f"restore: {label}",
                               command=command or "api: restore_workspace") as tx:
@@ -119,21 +120,29 @@ def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | Non
     return plan
 
 
-def _apply(git: Any, root: str, target: dict[str, tuple[str, int]], plan: RestorePlan) -> None:
-    base = Path(root)
-    umask = os.umask(0)
-    os.umask(umask)
+def _apply(git: Any, root: str, tree: str, plan: RestorePlan) -> None:
+    """libgit2's checkout of exactly the planned paths (literal paths, not patterns): it
+    writes files, modes and symlinks, removes what the snapshot lacks, and records the stat
+    data of what it wrote in the root's stat cache, so the snapshot after the restore does
+    not re-read the files. GIT's HEAD, refs and the user's repository are not involved:
+    `git` is workspace.git with its work tree set to ROOT."""
+    import pygit2
+    from pygit2.enums import CheckoutStrategy
+
+    strategy = (CheckoutStrategy.FORCE | CheckoutStrategy.REMOVE_UNTRACKED
+                | CheckoutStrategy.DISABLE_PATHSPEC_MATCH)
     try:
-        for path in sorted(plan.delete, reverse=True):
-            (base / path).unlink(missing_ok=True)
-            _prune_dirs(base, (base / path).parent)
-        ready: set[Path] = set()  # directories already known to be real directories
-        for path in plan.write:
-            oid, mode = target[path]
-            _write(base, base / path, git[oid].data, mode, umask, ready)
+        git.checkout_tree(git[tree], strategy=strategy, paths=plan.write + plan.delete)
+    except pygit2.GitError as exc:
+        raise IOFailure(f"restore into {root}: {exc}") from None
     except OSError as exc:
         raise IOFailure(f"restore into {root}: {exc.filename or ''}: {exc.strerror or exc}") \
             from None
+    base = Path(root)
+    for path in plan.delete:
+        if os.path.lexists(base / path):
+            raise IOFailure(f"restore into {root}: {path} could not be removed")
+        _prune_dirs(base, (base / path).parent)
 
 
 def _prune_dirs(root: Path, d: Path) -> None:
@@ -143,42 +152,3 @@ def _prune_dirs(root: Path, d: Path) -> None:
         except OSError:
             return
         d = d.parent
-
-
-def _clear_way(root: Path, path: Path) -> None:
-    """Remove what stands where a file goes inside ROOT: a file or symlink where a directory
-    must be on the way, or a directory (the plan's checks made sure nobody's work is in it)
-    at the path itself."""
-    for parent in reversed(path.parents):
-        if root in parent.parents and (parent.is_symlink() or
-                                       (parent.exists() and not parent.is_dir())):
-            parent.unlink()
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-
-
-def _write(root: Path, path: Path, data: bytes, mode: int, umask: int,
-           ready: set[Path]) -> None:
-    if path.parent in ready:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-    else:
-        _clear_way(root, path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ready.add(path.parent)
-    tmp = path.parent / f".ctx-restore-{os.getpid()}-{path.name}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    if mode == gitdb.MODE_LINK:
-        os.symlink(os.fsdecode(data), tmp)
-    else:
-        perm = (0o777 if mode == gitdb.MODE_EXEC else 0o666) & ~umask
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, perm)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.chmod(tmp, perm)
-    os.replace(tmp, path)

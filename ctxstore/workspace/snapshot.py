@@ -48,19 +48,18 @@ def read_workspace(repo, wid: str) -> dict[str, Any]:
     return value
 
 
-def newest_of_root(repo, root: str) -> str | None:
-    """The workspace object of the newest snapshot of ROOT taken here, if still in the store
-    (the hint is derived: a missing or stale one only means no base)."""
+def newest_of_root(repo, root: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(id, value) of the workspace object of the newest snapshot of ROOT taken here, if still
+    in the store (the hint is derived: a missing or stale one only means no base)."""
     path = _hint_path(ctx_dir_of(repo), root)
     try:
         wid = path.read_text(encoding="ascii").strip()
     except (FileNotFoundError, UnicodeDecodeError):
-        return None
+        return None, None
     try:
-        read_workspace(repo, wid)
+        return wid, read_workspace(repo, wid)
     except (ObjectNotFound, CorruptObject):
-        return None
-    return wid
+        return None, None
 
 
 def remember(repo, root: str, wid: str) -> None:
@@ -94,10 +93,10 @@ class Capture:
                 "modified": self.modified, "deleted": self.deleted}
 
 
-def store_tree(repo, git: Any, tree: str, base: str | None) -> tuple[str, Any]:
-    """Put the workspace object for TREE over BASE (a workspace id or None) with every git
-    object the base's chain lacks; returns (workspace id, delta)."""
-    base_value = read_workspace(repo, base) if base else None
+def store_tree(repo, git: Any, tree: str, base: str | None,
+               base_value: dict[str, Any] | None) -> tuple[str, Any, int]:
+    """Put the workspace object for TREE over BASE (a workspace id and its value, or None)
+    with every git object the base's chain lacks; returns (workspace id, delta, files)."""
     if base_value is not None and int(base_value.get("depth", 1)) >= MAX_DEPTH:
         base, base_value = None, None
     d = delta(git, tree, base_value["tree"] if base_value else None)
@@ -111,21 +110,23 @@ def store_tree(repo, git: Any, tree: str, base: str | None) -> tuple[str, Any]:
     files = (int(base_value.get("files", 0)) if base_value else 0) + d.added - d.deleted
     value = {"tree": tree, "base": base, "depth": int(base_value["depth"]) + 1 if base_value else 1,
              "files": files, "objects": objects}
-    return repo.store.put("workspace", value), d
+    return repo.store.put("workspace", value), d, files
 
 
 def capture(repo, root: str) -> Capture:
     """Stage ROOT and store its tree. The caller holds gitdb.snapshot_lock."""
     ctx_dir = ctx_dir_of(repo)
     git, tree = gitdb.stage(ctx_dir, root)
-    base = newest_of_root(repo, root)
-    base_tree = read_workspace(repo, base)["tree"] if base else None
-    if base is not None and tree == base_tree:
-        value = read_workspace(repo, base)
-        return Capture(root, tree, base, None, base_tree, int(value.get("files", 0)), 0, 0, 0,
-                       git)
-    wid, d = store_tree(repo, git, tree, base)
-    files = int(repo.store.get(wid)["files"])
+    base, base_value = newest_of_root(repo, root)
+    base_tree = base_value["tree"] if base_value else None
+    if base_tree is not None and base_tree not in git.odb:
+        from .closure import hydrate  # the delta walk reads the base tree from workspace.git
+
+        hydrate(repo, base, git)
+    if base_value is not None and tree == base_tree:
+        return Capture(root, tree, base, None, base_tree, int(base_value.get("files", 0)),
+                       0, 0, 0, git)
+    wid, d, files = store_tree(repo, git, tree, base, base_value)
     return Capture(root, tree, wid, base, base_tree, files, d.added, d.modified, d.deleted, git)
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gitdb import MODE_TREE
+from .gitdb import MODE_TREE, TREE
+
+_DELETED = 2
 
 
 @dataclass
@@ -79,6 +81,37 @@ def flat(git: Any, tree_id: str | None, prefix: str = "") -> dict[str, tuple[str
             else:
                 out[path] = (str(e.id), e.filemode)
     return out
+
+
+def changed(git: Any, old: str | None, new: str | None) -> dict[str, tuple[str, int] | None]:
+    """{path: NEW's (blob id, mode), or None where NEW lacks it} for every file that differs
+    between trees OLD and NEW (None: the empty tree) — libgit2's tree diff, which skips equal
+    subtrees, so the cost follows the changes, not the tree."""
+    if old == new:
+        return {}
+    empty = None
+    if old is None or new is None:
+        empty = str(git.odb.write(TREE, b""))
+    d = git.diff(git[old or empty], git[new or empty])
+    out: dict[str, tuple[str, int] | None] = {}
+    for delta in d.deltas:
+        if delta.status == _DELETED:
+            out.setdefault(delta.old_file.path, None)
+        else:
+            out[delta.new_file.path] = (str(delta.new_file.id), int(delta.new_file.mode))
+    return out
+
+
+def entry(git: Any, tree: str | None, path: str) -> tuple[str, int] | None:
+    """(blob id, mode) of the file at PATH in TREE, or None (absent, or a directory)."""
+    if tree is None:
+        return None
+    try:
+        e = git[tree][path]
+    except KeyError:
+        return None
+    mode = int(e.filemode)
+    return None if mode == MODE_TREE else (str(e.id), mode)
 
 
 def all_objects(git: Any, tree_id: str) -> list[str]:
