@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..chunking import put_artifact_content
+from ..chunking import ChunkParams, put_large
 from ..errors import CorruptObject, ObjectNotFound, Unsupported
 from . import gitdb
 from .trees import delta
@@ -101,11 +101,11 @@ def store_tree(repo, git: Any, tree: str, base: str | None,
         base, base_value = None, None
     d = delta(git, tree, base_value["tree"] if base_value else None)
     odb = git.odb
+    params = ChunkParams.from_config(repo.config)  # large files are chunked like artifacts
     objects = []
     for oid in d.objects:
         kind, data = odb.read(oid)
-        content, _ = put_artifact_content(repo, gitdb.loose_bytes(kind, data))
-        objects.append([oid, content])
+        objects.append([oid, put_large(repo.store, gitdb.loose_bytes(kind, data), params)])
     objects.sort()
     files = (int(base_value.get("files", 0)) if base_value else 0) + d.added - d.deleted
     value = {"tree": tree, "base": base, "depth": int(base_value["depth"]) + 1 if base_value else 1,
