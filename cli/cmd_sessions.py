@@ -15,17 +15,23 @@ from .render import emit_json, short, style
 @cli.command("new")
 @click.option("--title", default="", help="A human title for the session.")
 @click.option("--goal", default="", help="The user's goal; the state projection starts from it.")
+@click.option("--auto-snapshot", is_flag=True,
+              help="Snapshot the files after each tool call that may write them and before "
+                   "each compaction (docs/workspace.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print {session, root, branch, ref} as JSON.")
 @click.pass_obj
-def new_cmd(state, title: str, goal: str, as_json: bool) -> None:
+def new_cmd(state, title: str, goal: str, auto_snapshot: bool, as_json: bool) -> None:
     """Start a session; HEAD moves to its `main` branch. Prints the session id.
 
     \b
     Examples:
       ctx new --title "fix parser" --goal "make the parser test pass"
+      ctx new --auto-snapshot
       ctx new --json | jq -r .session
     """
-    sid, root = state.repo.new_session(title=title, goal=goal)
+    sid, root = state.repo.new_session(title=title, goal=goal,
+                                       **({"config": {"auto_snapshot": True}}
+                                          if auto_snapshot else {}))
     if as_json:
         emit_json({"session": sid, "root": root, "branch": DEFAULT_BRANCH,
                    "ref": branch_ref(sid, DEFAULT_BRANCH)})

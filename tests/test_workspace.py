@@ -458,3 +458,15 @@ def test_import_codex_ghost_commits(tmp_path):
     ctx("restore", snaps[1]["id"], "--force")  # the first ghost commit
     assert (project / "f.txt").read_text() == "one\n" and not (project / "added1.txt").exists()
     assert user.head_is_unborn and not list(user.references)  # the user's repo untouched
+
+
+def test_cli_auto_snapshot_session_snapshots_before_compaction(tmp_path):
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new", "--auto-snapshot")
+    (tmp_path / "notes.md").write_text("draft\n")
+    ctx("compact")
+    snaps = ctx.json("log", "--type", "WorkspaceSnapshot")
+    assert len(snaps) == 1 and snaps[0]["payload"]["reason"] == "before compaction"
+    ctx("compact")  # nothing changed: no second snapshot
+    assert len(ctx.json("log", "--type", "WorkspaceSnapshot")) == 1
