@@ -198,7 +198,9 @@ class ContextManager:
 
     def record_tool_result(self, tool_call_id: str, output: str | bytes, *, is_error: bool = False,
                            name: str = "", ts: str | None = None) -> str:
-        """The result of a call; output above the session's threshold becomes an artifact."""
+        """The result of a call; output above the session's threshold becomes an artifact.
+        Returns the result's event id. With the session option `auto_snapshot`, a call that may
+        have written files is followed by a WorkspaceSnapshot event (ctxstore.workspace.auto)."""
         text = output.decode("utf-8", "replace") if isinstance(output, bytes) else output
         size = len(text.encode("utf-8"))
         causality: dict[str, Any] = {"tool_call_id": tool_call_id}
@@ -223,9 +225,7 @@ class ContextManager:
         if self.store.path is not None and "auto_snapshot" in self._auto_keys():
             from .workspace.auto import after_tool_result
 
-            snap = after_tool_result(self, tool_call_id, name)
-            if snap is not None and snap.event is not None:
-                return snap.event
+            after_tool_result(self, tool_call_id, name)  # a snapshot event after the result
         return eid
 
     def _auto_keys(self) -> set[str]:
