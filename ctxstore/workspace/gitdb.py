@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxError, InvalidInput, IOFailure, NotFound
+from ..errors import InvalidInput, IOFailure, NotFound
 from ..lockfile import replace_file
 
 GITDIR_NAME = "workspace.git"
@@ -31,12 +31,6 @@ TYPE_NAMES = {BLOB: "blob", TREE: "tree"}
 NAME_TYPES = {v: k for k, v in TYPE_NAMES.items()}
 #: Tree entry modes a snapshot may hold.
 MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE = 0o100644, 0o100755, 0o120000, 0o040000
-
-
-class WorkspaceError(CtxError):
-    """libgit2 refused something about the workspace (a broken gitdir, an unreadable root)."""
-
-    exit_code = IOFailure.exit_code
 
 
 def replace_derived(path: Path, data: bytes) -> None:
@@ -76,7 +70,7 @@ def open_gitdb(ctx_dir: Path, create: bool = True) -> Any:
             return pygit2.init_repository(str(gitdir), bare=True)
         return pygit2.Repository(str(gitdir))
     except pygit2.GitError as exc:
-        raise WorkspaceError(f"{gitdir}: {exc}") from None
+        raise IOFailure(f"{gitdir}: {exc}") from None
 
 
 @contextmanager
@@ -150,7 +144,7 @@ def stage(ctx_dir: Path, root: str) -> tuple[Any, str]:
         tree = index.write_tree()
         index.write()
     except pygit2.GitError as exc:
-        raise WorkspaceError(f"snapshot of {root}: {exc}") from None
+        raise IOFailure(f"snapshot of {root}: {exc}") from None
     except OSError as exc:
         raise IOFailure(f"snapshot of {root}: {exc.strerror or exc}") from None
     return git, str(tree)
