@@ -470,3 +470,20 @@ def test_cli_auto_snapshot_session_snapshots_before_compaction(tmp_path):
     assert len(snaps) == 1 and snaps[0]["payload"]["reason"] == "before compaction"
     ctx("compact")  # nothing changed: no second snapshot
     assert len(ctx.json("log", "--type", "WorkspaceSnapshot")) == 1
+
+
+def test_restore_paths_relative_absolute_and_outside(cm, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.txt").write_text("a1\n")
+    (tmp_path / "b.txt").write_text("b1\n")
+    first = cm.snapshot_workspace()
+    (tmp_path / "src" / "a.txt").write_text("a2\n")
+    (tmp_path / "b.txt").write_text("b2\n")
+    cm.snapshot_workspace()
+    plan = cm.restore_workspace(first.event, [str(tmp_path / "src")])
+    assert plan.write == ["src/a.txt"] and (tmp_path / "b.txt").read_text() == "b2\n"
+    assert cm.restore_workspace(first.event, ["./b.txt"], dry_run=True).write == ["b.txt"]
+    from ctxstore.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="outside"):
+        cm.restore_workspace(first.event, ["../elsewhere"])

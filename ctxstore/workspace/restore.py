@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import IOFailure, WorkspaceConflict
+from ..errors import InvalidInput, IOFailure, WorkspaceConflict
 from . import gitdb
 from .closure import hydrate, snapshot_at, workspace_of
 from .snapshot import (
@@ -60,6 +60,18 @@ def _root_for(repo, payload: dict, root: str | None) -> str:
     return gitdb.normalize_root(default_root(repo))
 
 
+def _scope(paths: tuple[str, ...], root: str) -> tuple[str, ...]:
+    """PATHS as paths relative to ROOT (absolute ones must lie inside it); () is everything."""
+    out = []
+    for p in paths:
+        rel = os.path.relpath(p, root) if os.path.isabs(p) else os.path.normpath(p)
+        if rel == ".." or rel.startswith("../"):
+            raise InvalidInput(f"{p}: outside the snapshot's directory {root}")
+        if rel != ".":
+            out.append(rel.strip("/"))
+    return tuple(out)
+
+
 def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | None = None,
             dry_run: bool = False, force: bool = False, ref: str | None = None,
             label: str = "", command: str | None = None) -> RestorePlan:
@@ -69,7 +81,7 @@ def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | Non
     wid = workspace_of(ev)
     tree = read_workspace(repo, wid)["tree"]
     root_dir = _root_for(repo, ev.payload, root)
-    scope = tuple(p.strip("/") for p in paths if p.strip("/"))
+    scope = _scope(paths, root_dir)
     label = label or target_event[:12]
     plan = RestorePlan(target_event, tree, root_dir)
     with gitdb.snapshot_lock(ctx_dir_of(repo)):
