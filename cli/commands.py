@@ -108,6 +108,11 @@ COMMANDS: dict[str, Entry] = {
                           "newest first."),
     "undo": Entry("cmd_op", "Revert the newest operation's ref moves, as a new operation: run it "
                             "again to redo."),
+    "view": Entry("cmd_view", "See sessions in a browser: the branch graph, turns with tool calls "
+                              "paired with their results, compactions with the exact range they "
+                              "replaced, recorded context bundles (\"what the model saw\"), the "
+                              "projected state at any event, token usage over time; or two "
+                              "branches side by side from their merge base (REV given as A..B)."),
     "demo": Entry("cmd_demo", "Run a scripted coding-agent session (the seed's agent fixing a "
                               "failing test) through the public API, then show the log graph, the "
                               "state and the context composition."),

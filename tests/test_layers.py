@@ -21,6 +21,7 @@ LAYERS = [
     {"maintenance"},
     {"manager"},
     {"porcelain"},
+    {"viewer"},
     {"cli"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

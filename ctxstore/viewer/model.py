@@ -1,0 +1,486 @@
+"""The viewer's data: plain JSON-ready dicts built from a repository, with nothing about HTML.
+
+`store_model` lists the sessions (from `porcelain.listing.session_entries`, the same rows as
+`ctx sessions`, plus token totals from `trace.stats`). `session_model` is one session: every
+event of every branch oldest first, with its graph lanes, a one-line summary, the message it
+names, tool calls paired with their results (the pending/abandoned rule of `state.calls`, the
+effects of the tool semantics registry), compaction records with the exact range they replaced,
+recorded context bundles segment by segment, provider token usage, and the projected state at
+each event (deduplicated) or at turn ends only for very long sessions. The browser code only
+draws what is here; the server (`viewer.server`) hands out the same dicts as JSON.
+
+Strings are copied as they are: escaping is the renderer's job (it uses textContent only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ..chunking import open_content
+from ..errors import CtxError, NotFound
+from ..objects import Artifact, Compaction, Event, Message, thaw
+from ..porcelain.listing import session_entries
+from ..repo import Repository
+from ..state.calls import EMPTY_BOOK, RESULT_TYPES, step, tool_call_id
+from ..state.folds import fold
+from ..state.model import AgentState
+from ..state.tools import call_effects
+from ..trace import normalize_usage, stats
+from .graph import lanes
+
+#: Text longer than this (a tool result, a thinking block) is cut in the page; the rest is
+#: one click away (the artifact, or the event in `--serve`).
+TEXT_LIMIT = 4000
+#: Artifacts up to this size are embedded in a self-contained export (their bytes as text).
+ARTIFACT_EMBED_LIMIT = 256 * 1024
+#: Up to this many events every event's state is embedded (deduplicated); beyond it, only the
+#: state at the end of each turn and at branch tips (the server projects any event exactly).
+ALL_STATES_LIMIT = 5000
+#: Context-bundle segment texts are cut to this many characters in the page.
+SEGMENT_TEXT_LIMIT = 2000
+
+
+def _cut(text: str, limit: int = TEXT_LIMIT) -> tuple[str, int]:
+    """(text cut to `limit` characters, full length)."""
+    return (text if len(text) <= limit else text[:limit]), len(text)
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(thaw(value), default=str))
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+def store_model(repo: Repository) -> dict[str, Any]:
+    """Every session as `ctx sessions` lists them (tree order, depth, children), with tokens."""
+    rows = []
+    for e in session_entries(repo):
+        tip = e.branches.get("main") or e.branches[min(e.branches)]
+        st = stats(repo.graph.first_parents(tip))
+        tu = st["token_usage"]
+        rows.append({**e.to_dict(), "branch_count": len(e.branches),
+                     "tokens": {"input": tu["input_tokens"], "output": tu["output_tokens"],
+                                "cache_read": tu["cache_read_tokens"],
+                                "context_used": tu["context_used_tokens"]},
+                     "compactions": st["compression"]["compaction_count"],
+                     "tool_calls": st["tools"]["tool_call_count"]})
+    return {"store": str(repo.path or "(memory)"), "sessions": rows}
+
+
+# -- one session --------------------------------------------------------------------------------
+
+def _session_events(repo: Repository, tips: list[str]) -> list[tuple[str, Event]]:
+    """Every event reachable from the tips, newest first (`ctx log --all` order)."""
+    return list(repo.graph.walk(tips))
+
+
+def _message(repo: Repository, mid: str) -> Message | None:
+    try:
+        obj = repo.store.get(mid)
+    except NotFound:
+        return None
+    return obj if isinstance(obj, Message) else None
+
+
+def _block(b: dict[str, Any]) -> dict[str, Any]:
+    """A message block for the page: long texts cut (with their full length)."""
+    out = dict(b)
+    for key in ("text", "preview"):
+        if isinstance(out.get(key), str):
+            out[key], n = _cut(out[key])
+            if n > len(out[key]):
+                out[key + "_len"] = n
+    if "args" in out:
+        text = json.dumps(out["args"], ensure_ascii=False, indent=1, default=str)
+        out["args"], n = _cut(text)
+        if n > len(out["args"]):
+            out["args_len"] = n
+    out.pop("signature", None)  # opaque provider bytes, never shown
+    return out
+
+
+def _first_line(text: str, width: int = 160) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= width else line[:width - 1] + "…"
+    return ""
+
+
+def _summary(ev: Event, msg: Message | None, harness: str) -> str:
+    """One line for the graph row: what `ctx log` would say, from the event and its message."""
+    p = ev.payload
+    if ev.type == "ToolCallRequested":
+        name = str(p.get("name") or "")
+        effects = call_effects(name, p.get("args"), harness)
+        detail = next((e.path or e.summary for e in effects if e.path or e.summary), "")
+        if not detail:
+            args = p.get("args")
+            detail = json.dumps(thaw(args), ensure_ascii=False, default=str) if args else ""
+        return _first_line(f"{name} {detail}")
+    if ev.type in RESULT_TYPES:
+        text = str(p.get("preview") or p.get("error") or p.get("output") or "")
+        if not text and msg is not None:
+            text = next((b.text or b.preview for b in msg.blocks
+                         if getattr(b, "KIND", "") == "tool_result"), "")
+        return _first_line(f"{p.get('name') or ''} → {text}")
+    if ev.type in ("CompactionCompleted", "BranchMerged") and "tokens_before" in p:
+        n = p.get("summarized_events", "?")
+        return f"summarized {n} events: {p.get('tokens_before')} → {p.get('tokens_after')} tokens"
+    if msg is not None and msg.text:
+        return _first_line(msg.text)
+    for key in ("text", "title", "path", "name", "verifier", "summary", "goal", "status"):
+        if isinstance(p.get(key), str) and p[key]:
+            return _first_line(f"{p[key]}")
+    keys = ", ".join(sorted(str(k) for k in p)[:6])
+    return f"{{{keys}}}" if keys else ""
+
+
+def _compaction(repo: Repository, cid: str, index: dict[str, int]) -> dict[str, Any] | None:
+    try:
+        rec = repo.store.get(cid)
+    except NotFound:
+        return None
+    if not isinstance(rec, Compaction):
+        return None
+    src = list(rec.source_event_ids)
+    checks = _range_checks(repo, rec)
+    return {"id": cid, "kind": rec.kind, "first_event": rec.first_event,
+            "last_event": rec.last_event, "first_kept": rec.first_kept,
+            "source_count": len(src), "sources": [index.get(s, -1) for s in src],
+            "source_ids": src if len(src) <= 64 else src[:32] + src[-32:],
+            "tokens_before": rec.tokens_before, "tokens_after": rec.tokens_after,
+            "summary": rec.summary, "provenance": _jsonable(rec.provenance),
+            "decisions": _jsonable(rec.decisions), "open_questions": _jsonable(rec.open_questions),
+            "next_steps": _jsonable(rec.next_steps), "errors": _jsonable(rec.errors),
+            "files": _jsonable(rec.files), "memory_candidates": len(rec.memory_candidates),
+            "previous": rec.previous, "checks": checks}
+
+
+def _range_checks(repo: Repository, rec: Compaction) -> list[dict[str, str]]:
+    """What the viewer can verify of a stored record now: the range is one first-parent line
+    from first_event to last_event, first_kept follows it, and the summary is smaller. (The
+    summarizer's content checks ran before the record was written: a record that failed them was
+    never stored.)"""
+    out = []
+    src = list(rec.source_event_ids)
+    if not src:
+        return [{"rule": "range", "status": "n/a", "detail": "the record names no events"}]
+    line: list[str] = []
+    try:
+        for eid, _ev in repo.graph.first_parents(rec.last_event):
+            line.append(eid)
+            if eid == rec.first_event or len(line) > len(src):
+                break
+    except CtxError as exc:
+        return [{"rule": "range", "status": "fail", "detail": f"cannot walk the range: {exc}"}]
+    line.reverse()
+    if line == src:
+        out.append({"rule": "range", "status": "pass",
+                    "detail": f"{len(src)} events, one first-parent line from first to last"})
+    else:
+        out.append({"rule": "range", "status": "fail",
+                    "detail": "the source events are not the first-parent line first..last"})
+    if rec.first_kept:
+        try:
+            kept = repo.graph.event(rec.first_kept)
+            ok = bool(kept.parents) and kept.parents[0] == rec.last_event
+        except CtxError:
+            ok = False
+        out.append({"rule": "first_kept follows the range", "status": "pass" if ok else "fail",
+                    "detail": rec.first_kept[:12]})
+    else:
+        out.append({"rule": "first_kept follows the range", "status": "n/a",
+                    "detail": "nothing was kept after the range"})
+    if rec.tokens_before:
+        out.append({"rule": "smaller than what it replaced",
+                    "status": "pass" if rec.tokens_after < rec.tokens_before else "fail",
+                    "detail": f"{rec.tokens_before} → {rec.tokens_after} tokens"})
+    else:
+        out.append({"rule": "smaller than what it replaced", "status": "n/a",
+                    "detail": "the record carries no token counts"})
+    return out
+
+
+def bundle_model(repo: Repository, bid: str) -> dict[str, Any] | None:
+    """A recorded context bundle ("what the model saw"): every segment, kept or dropped."""
+    try:
+        value = repo.store.get(bid)
+    except NotFound:
+        return None
+    if not isinstance(value, dict) or "segments" not in value:
+        return None
+    b = thaw(value)
+    segs = []
+    for s in b.get("segments", ()):
+        text, n = _cut(str(s.get("text") or ""), SEGMENT_TEXT_LIMIT)
+        tier = s.get("tier")
+        segs.append({"kind": s.get("kind", ""), "tier": tier if isinstance(tier, int) else None,
+                     "tokens": s.get("tokens", 0), "kept": bool(s.get("kept")),
+                     "trimmed": bool(s.get("trimmed")), "reason": s.get("reason", ""),
+                     "sources": list(s.get("sources", ()))[:20],
+                     "source_count": len(s.get("sources", ())), "text": text, "text_len": n})
+    return {"id": bid, "used_tokens": b.get("used_tokens", 0), "max_tokens": b.get("max_tokens", 0),
+            "reserved_output": b.get("reserved_output", 0), "tokenizer": b.get("tokenizer", ""),
+            "state_event": b.get("state_event", ""), "usage": _jsonable(b.get("usage", {})),
+            "segments": segs}
+
+
+def artifact_model(repo: Repository, aid: str, limit: int = ARTIFACT_EMBED_LIMIT
+                   ) -> dict[str, Any] | None:
+    """An artifact's description and (up to `limit` bytes of) its content as text."""
+    try:
+        art = repo.store.get(aid)
+    except NotFound:
+        return None
+    if not isinstance(art, Artifact):
+        return None
+    out = {"id": aid, "kind": art.kind, "size": art.size, "uri": art.uri, "summary": art.summary,
+           "media_type": art.media_type, "text": None, "truncated": False}
+    if art.size > limit:
+        out["truncated"] = True
+    with open_content(repo.store, art.content) as f:
+        head = f.read(limit)
+    try:
+        out["text"] = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3:
+            out["text"] = head[:exc.start].decode("utf-8")
+    return out
+
+
+class _States:
+    """Projected states with structural sharing: each state is a list of indices into one table
+    of field values, and a field value the fold did not change (the same object) is stored
+    once. The page rebuilds a state as {FIELDS[j]: values[state[j]]}."""
+
+    #: `tool_effects` is the fold's own bookkeeping (effects waiting for a result), not state
+    #: a reader looks at; `version`/`source_event` change at every event.
+    FIELDS = tuple(f for f in AgentState.__dataclass_fields__
+                   if f not in ("version", "source_event", "tool_effects"))
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.states: list[list[int]] = []
+        self._seen: dict[int, tuple[Any, int]] = {}  # id(value) -> (value kept alive, index)
+        self._last: list[int] | None = None
+
+    def add(self, state: AgentState) -> int:
+        idx = []
+        for f in self.FIELDS:
+            v = getattr(state, f)
+            hit = self._seen.get(id(v))
+            if hit is None or hit[0] is not v:
+                self.values.append(_calls_view(v) if f == "tool_calls" else _jsonable(v))
+                hit = (v, len(self.values) - 1)
+                self._seen[id(v)] = hit
+            idx.append(hit[1])
+        if idx != self._last:
+            self.states.append(idx)
+            self._last = idx
+        return len(self.states) - 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fields": list(self.FIELDS), "values": self.values, "states": self.states}
+
+
+def _calls_view(calls: Any) -> dict[str, Any]:
+    """The state's tool-call book as a reader wants it: which calls are open, and counts."""
+    c = thaw(calls)
+    return {"pending": {k: str(v.get("name", "")) for k, v in dict(c.get("pending") or {}).items()},
+            "abandoned": {k: str(v.get("reason", "")) for k, v in
+                          dict(c.get("abandoned") or {}).items()},
+            "completed": c.get("completed", 0), "failed": c.get("failed", 0)}
+
+
+def state_dict(state: AgentState) -> dict[str, Any]:
+    """One projected state for the page (the server's answer for any event)."""
+    return {f: (_calls_view(getattr(state, f)) if f == "tool_calls" else
+                _jsonable(getattr(state, f))) for f in _States.FIELDS}
+
+
+def session_model(repo: Repository, session_id: str, *, states: str = "auto",
+                  embed_artifacts: bool = True) -> dict[str, Any]:
+    """One session for the page. `states`: "all" (every event's state, deduplicated), "turns"
+    (state at turn ends and branch tips), "none" (the server projects on demand) or "auto"
+    ("all" up to ALL_STATES_LIMIT events, else "turns")."""
+    sess = repo.session(session_id)
+    branches = repo.branches(session_id)
+    if not branches:
+        raise NotFound(f"session {session_id[:12]} has no branches")
+    harness = sess.origin.get("format") if isinstance(sess.origin.get("format"), str) else ""
+    newest_first = _session_events(repo, list(branches.values()))
+    layout = lanes([(eid, ev.parents) for eid, ev in newest_first])
+    events = list(reversed(newest_first))
+    index = {eid: i for i, (eid, _ev) in enumerate(events)}
+    if states == "auto":
+        states = "all" if len(events) <= ALL_STATES_LIMIT else "turns"
+    tips = {tip: name for name, tip in branches.items()}
+    messages: dict[str, dict[str, Any]] = {}
+    artifacts: dict[str, dict[str, Any]] = {}
+    compactions: dict[str, dict[str, Any]] = {}
+    bundles: dict[str, dict[str, Any]] = {}
+    children: dict[int, list[int]] = {}
+    rows: list[dict[str, Any]] = []
+    requests: dict[str, int] = {}  # tool_call_id -> row of its request (newest seen)
+    for i, (eid, ev) in enumerate(events):
+        msg = None
+        mid = ev.causality.get("message_id")
+        if isinstance(mid, str):
+            if mid not in messages:
+                msg = _message(repo, mid)
+                if msg is not None:
+                    messages[mid] = {"role": msg.role,
+                                     "blocks": [_block(b.to_dict()) for b in msg.blocks]}
+            else:
+                msg = _message(repo, mid)
+        parents = [index[p] for p in ev.parents if p in index]
+        for p in parents:
+            children.setdefault(p, []).append(i)
+        row: dict[str, Any] = {"id": eid, "t": ev.type, "a": ev.actor, "ts": ev.ts,
+                               "g": ev.generation, "p": parents, "s": _summary(ev, msg, harness),
+                               **layout[i]}
+        if isinstance(mid, str) and mid in messages:
+            row["m"] = mid
+        if eid in tips:
+            row["tip"] = [n for n, t in branches.items() if t == eid]
+        _payload_extras(repo, row, ev, index, compactions, bundles, artifacts, embed_artifacts)
+        tcid = tool_call_id(ev.payload, ev.causality)
+        if ev.type == "ToolCallRequested" and tcid:
+            requests[tcid] = i
+            row["call"] = {"id": tcid, "name": str(ev.payload.get("name") or ""),
+                           "effects": [e.to_dict() for e in call_effects(
+                               str(ev.payload.get("name") or ""), ev.payload.get("args"), harness)]}
+        elif ev.type in RESULT_TYPES and tcid in requests:
+            req = requests[tcid]
+            row["pair"] = req
+            rows[req].setdefault("results", []).append(i)
+        rows.append(row)
+    _call_status(rows, events)
+    state_values = _project_states(repo, rows, events, states, branches, index) \
+        if states != "none" else None
+    return {"id": session_id, "title": sess.title, "format": harness or "native", "cwd": sess.cwd,
+            "kind": sess.kind, "created": sess.created, "parent": sess.parent_session,
+            "spawn_event": sess.spawn_event, "branches": {n: index[t] for n, t in branches.items()},
+            "events": rows, "messages": messages, "artifacts": artifacts,
+            "compactions": compactions, "bundles": bundles, "states": state_values,
+            "states_mode": states,
+            "children": {str(k): v for k, v in children.items() if len(v) > 1}}
+
+
+def _payload_extras(repo: Repository, row: dict[str, Any], ev: Event, index: dict[str, int],
+                    compactions: dict, bundles: dict, artifacts: dict, embed: bool) -> None:
+    p = ev.payload
+    if isinstance(p.get("usage"), dict):
+        u = normalize_usage(thaw(p["usage"]))
+        row["u"] = [u["input"], u["output"]]
+    elif ev.type == "ContextBuilt" and isinstance(p.get("used_tokens"), int):
+        row["u"] = [p["used_tokens"], 0]
+    cid = ev.causality.get("compaction_id")
+    if isinstance(cid, str):
+        if cid not in compactions:
+            rec = _compaction(repo, cid, index)
+            if rec is not None:
+                compactions[cid] = rec
+        if cid in compactions:
+            row["k"] = cid
+    bid = ev.causality.get("bundle_id")
+    if isinstance(bid, str):
+        if bid not in bundles:
+            b = bundle_model(repo, bid)
+            if b is not None:
+                bundles[bid] = b
+        if bid in bundles:
+            row["bd"] = bid
+    aid = ev.causality.get("artifact_id")
+    if isinstance(aid, str):
+        row["art"] = aid
+        if aid not in artifacts:
+            art = artifact_model(repo, aid, ARTIFACT_EMBED_LIMIT if embed else 0)
+            if art is not None:
+                artifacts[aid] = art
+    if ev.type not in ("UserPromptSubmitted", "ModelResponseReceived", "ToolCallRequested") \
+            and "m" not in row and p:
+        text = json.dumps(_jsonable(p), ensure_ascii=False, indent=1)
+        row["pl"], n = _cut(text, TEXT_LIMIT)
+
+
+def _call_status(rows: list[dict[str, Any]], events: list[tuple[str, Event]]) -> None:
+    """Mark each request "ok"/"error" (from its result) or "pending"/"abandoned" (the one rule
+    in state.calls, folded along the request's own first-parent line)."""
+    for row in rows:
+        if "call" not in row:
+            continue
+        if row.get("results"):
+            last = events[row["results"][-1]][1]
+            err = last.type == "ToolCallFailed" or bool(last.payload.get("is_error"))
+            row["call"]["status"] = "error" if err else "ok"
+    open_rows = [i for i, r in enumerate(rows) if "call" in r and not r.get("results")]
+    if not open_rows:
+        return
+    first_child: dict[int, int] = {}
+    for j, r in enumerate(rows):
+        if r["p"] and r["p"][0] not in first_child:
+            first_child[r["p"][0]] = j
+    for i in open_rows:
+        book = EMPTY_BOOK
+        line = _line_from(first_child, rows[i]["p"][0] if rows[i]["p"] else i)
+        for j in line:
+            eid, ev = events[j]
+            book = step(book, eid, ev.type, ev.payload, ev.causality)
+        status = book.status(rows[i]["call"]["id"]) or "pending"
+        rows[i]["call"]["status"] = status
+
+
+def _line_from(first_child: dict[int, int], start: int) -> list[int]:
+    """Row indices from START forward along first-child links to a leaf (the oldest branch's
+    line through START)."""
+    line, cur = [], start
+    while True:
+        line.append(cur)
+        nxt = first_child.get(cur)
+        if nxt is None:
+            return line
+        cur = nxt
+
+
+def _project_states(repo: Repository, rows: list[dict[str, Any]], events: list[tuple[str, Event]],
+                    mode: str, branches: dict[str, str], index: dict[str, int]
+                    ) -> dict[str, Any]:
+    """Fold every event onto its first parent's state (oldest first, so parents come first)
+    and keep the states the mode asks for; rows get `si` (their state's index)."""
+    table = _States()
+    wanted: set[int] | None = None
+    if mode == "turns":
+        wanted = {index[t] for t in branches.values()}
+        for i, r in enumerate(rows):
+            if r["t"] == "UserPromptSubmitted":
+                wanted.update(r["p"][:1])
+    states: dict[int, AgentState] = {}
+    refcount = [0] * len(rows)
+    for r in rows:
+        if r["p"]:
+            refcount[r["p"][0]] += 1
+
+    def lookup(mid: str) -> Message | None:
+        return _message(repo, mid)
+
+    for i, (eid, ev) in enumerate(events):
+        start = states.get(rows[i]["p"][0]) if rows[i]["p"] else None
+        if rows[i]["p"]:
+            parent = rows[i]["p"][0]
+            refcount[parent] -= 1
+            if refcount[parent] == 0:
+                states.pop(parent, None)  # no other child needs it: keep memory flat
+        state = fold(start if start is not None else AgentState(), eid, ev, lookup)
+        if refcount[i]:
+            states[i] = state
+        if wanted is None or i in wanted:
+            rows[i]["si"] = table.add(state)
+    return table.to_dict()
+
+
+def iter_session_ids(repo: Repository) -> Iterator[str]:
+    yield from repo.session_ids()
