@@ -455,7 +455,7 @@ def _project_states(repo: Repository, rows: list[dict[str, Any]], events: list[t
     wanted: set[int] | None = None
     if mode == "turns":
         wanted = {index[t] for t in branches.values()}
-        for i, r in enumerate(rows):
+        for r in rows:
             if r["t"] == "UserPromptSubmitted":
                 wanted.update(r["p"][:1])
     states: dict[int, AgentState] = {}

@@ -48,7 +48,7 @@ def csp(js: str, css: str, served: bool) -> str:
 def render_page(data: dict[str, Any], *, title: str = "ctx view", served: bool = False) -> str:
     """The complete page for DATA ({mode, store, sessions, data: {sid: session}, start})."""
     js, css = _asset("viewer.js"), _asset("viewer.css")
-    slots = {"CSP": html.escape(csp(js, css, served), quote=True), "TITLE": html.escape(title),
+    slots = {"CSP": html.escape(csp(js, css, served), quote=False), "TITLE": html.escape(title),
              "CSS": css, "JS": js, "DATA": embed_json({**data, "mode": "served" if served
                                                       else "static"})}
     return _SLOTS.sub(lambda m: slots[m.group(1)], _asset("template.html"))

@@ -283,7 +283,9 @@
     }
     var branch = q.branch && S.branches[q.branch] != null ? q.branch : null;
     if (!branch && target != null) {
-      for (var n = 0; n < names.length && !branch; n++) if (ancestors(S, S.branches[names[n]])[target]) branch = names[n];
+      // the branch whose own line (first parents) holds the event, else one that reaches it
+      for (var n = 0; n < names.length && !branch; n++) if (chainOf(S, S.branches[names[n]]).indexOf(target) >= 0) branch = names[n];
+      for (n = 0; n < names.length && !branch; n++) if (ancestors(S, S.branches[names[n]])[target]) branch = names[n];
     }
     branch = branch || names[0];
     if (target == null && q.event) throw new Error('no event ' + q.event + ' in session ' + short(S.id));
