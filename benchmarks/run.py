@@ -26,6 +26,7 @@ AREAS = {
     "langgraph": "benchmarks.bench_langgraph",
     "cli": "benchmarks.bench_cli",
     "retrieval": "benchmarks.bench_retrieval",
+    "view": "benchmarks.bench_view",
 }
 
 

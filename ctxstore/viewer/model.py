@@ -15,19 +15,20 @@ Strings are copied as they are: escaping is the renderer's job (it uses textCont
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from ..chunking import open_content
-from ..errors import CtxError, NotFound
+from ..errors import NotFound
 from ..objects import Artifact, Compaction, Event, Message, thaw
 from ..porcelain.listing import session_entries
 from ..repo import Repository
 from ..state.calls import EMPTY_BOOK, RESULT_TYPES, step, tool_call_id
 from ..state.folds import fold
 from ..state.model import AgentState
+from ..state.projector import Projector
 from ..state.tools import call_effects
 from ..trace import normalize_usage, stats
+from .checks import rerun, structural
 from .graph import lanes
 
 #: Text longer than this (a tool result, a thinking block) is cut in the page; the rest is
@@ -138,7 +139,8 @@ def _summary(ev: Event, msg: Message | None, harness: str) -> str:
     return f"{{{keys}}}" if keys else ""
 
 
-def _compaction(repo: Repository, cid: str, index: dict[str, int]) -> dict[str, Any] | None:
+def _compaction(repo: Repository, cid: str, index: dict[str, int], event_id: str,
+                projector: Projector) -> dict[str, Any] | None:
     try:
         rec = repo.store.get(cid)
     except NotFound:
@@ -146,7 +148,7 @@ def _compaction(repo: Repository, cid: str, index: dict[str, int]) -> dict[str, 
     if not isinstance(rec, Compaction):
         return None
     src = list(rec.source_event_ids)
-    checks = _range_checks(repo, rec)
+    checks = structural(repo, rec) + rerun(repo, rec, event_id, projector)
     return {"id": cid, "kind": rec.kind, "first_event": rec.first_event,
             "last_event": rec.last_event, "first_kept": rec.first_kept,
             "source_count": len(src), "sources": [index.get(s, -1) for s in src],
@@ -157,51 +159,6 @@ def _compaction(repo: Repository, cid: str, index: dict[str, int]) -> dict[str, 
             "next_steps": _jsonable(rec.next_steps), "errors": _jsonable(rec.errors),
             "files": _jsonable(rec.files), "memory_candidates": len(rec.memory_candidates),
             "previous": rec.previous, "checks": checks}
-
-
-def _range_checks(repo: Repository, rec: Compaction) -> list[dict[str, str]]:
-    """What the viewer can verify of a stored record now: the range is one first-parent line
-    from first_event to last_event, first_kept follows it, and the summary is smaller. (The
-    summarizer's content checks ran before the record was written: a record that failed them was
-    never stored.)"""
-    out = []
-    src = list(rec.source_event_ids)
-    if not src:
-        return [{"rule": "range", "status": "n/a", "detail": "the record names no events"}]
-    line: list[str] = []
-    try:
-        for eid, _ev in repo.graph.first_parents(rec.last_event):
-            line.append(eid)
-            if eid == rec.first_event or len(line) > len(src):
-                break
-    except CtxError as exc:
-        return [{"rule": "range", "status": "fail", "detail": f"cannot walk the range: {exc}"}]
-    line.reverse()
-    if line == src:
-        out.append({"rule": "range", "status": "pass",
-                    "detail": f"{len(src)} events, one first-parent line from first to last"})
-    else:
-        out.append({"rule": "range", "status": "fail",
-                    "detail": "the source events are not the first-parent line first..last"})
-    if rec.first_kept:
-        try:
-            kept = repo.graph.event(rec.first_kept)
-            ok = bool(kept.parents) and kept.parents[0] == rec.last_event
-        except CtxError:
-            ok = False
-        out.append({"rule": "first_kept follows the range", "status": "pass" if ok else "fail",
-                    "detail": rec.first_kept[:12]})
-    else:
-        out.append({"rule": "first_kept follows the range", "status": "n/a",
-                    "detail": "nothing was kept after the range"})
-    if rec.tokens_before:
-        out.append({"rule": "smaller than what it replaced",
-                    "status": "pass" if rec.tokens_after < rec.tokens_before else "fail",
-                    "detail": f"{rec.tokens_before} → {rec.tokens_after} tokens"})
-    else:
-        out.append({"rule": "smaller than what it replaced", "status": "n/a",
-                    "detail": "the record carries no token counts"})
-    return out
 
 
 def bundle_model(repo: Repository, bid: str) -> dict[str, Any] | None:
@@ -325,6 +282,7 @@ def session_model(repo: Repository, session_id: str, *, states: str = "auto",
     children: dict[int, list[int]] = {}
     rows: list[dict[str, Any]] = []
     requests: dict[str, int] = {}  # tool_call_id -> row of its request (newest seen)
+    projector = Projector(repo)
     for i, (eid, ev) in enumerate(events):
         msg = None
         mid = ev.causality.get("message_id")
@@ -346,7 +304,8 @@ def session_model(repo: Repository, session_id: str, *, states: str = "auto",
             row["m"] = mid
         if eid in tips:
             row["tip"] = [n for n, t in branches.items() if t == eid]
-        _payload_extras(repo, row, ev, index, compactions, bundles, artifacts, embed_artifacts)
+        _payload_extras(repo, row, ev, index, compactions, bundles, artifacts, embed_artifacts,
+                        projector)
         tcid = tool_call_id(ev.payload, ev.causality)
         if ev.type == "ToolCallRequested" and tcid:
             requests[tcid] = i
@@ -371,7 +330,8 @@ def session_model(repo: Repository, session_id: str, *, states: str = "auto",
 
 
 def _payload_extras(repo: Repository, row: dict[str, Any], ev: Event, index: dict[str, int],
-                    compactions: dict, bundles: dict, artifacts: dict, embed: bool) -> None:
+                    compactions: dict, bundles: dict, artifacts: dict, embed: bool,
+                    projector: Projector) -> None:
     p = ev.payload
     if isinstance(p.get("usage"), dict):
         u = normalize_usage(thaw(p["usage"]))
@@ -381,7 +341,7 @@ def _payload_extras(repo: Repository, row: dict[str, Any], ev: Event, index: dic
     cid = ev.causality.get("compaction_id")
     if isinstance(cid, str):
         if cid not in compactions:
-            rec = _compaction(repo, cid, index)
+            rec = _compaction(repo, cid, index, row["id"], projector)
             if rec is not None:
                 compactions[cid] = rec
         if cid in compactions:
@@ -481,6 +441,3 @@ def _project_states(repo: Repository, rows: list[dict[str, Any]], events: list[t
             rows[i]["si"] = table.add(state)
     return table.to_dict()
 
-
-def iter_session_ids(repo: Repository) -> Iterator[str]:
-    yield from repo.session_ids()

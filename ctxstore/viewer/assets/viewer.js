@@ -318,7 +318,8 @@
         h('b', { id: 'turn-count' }, String(turns.length)), ' turns on ', bsel),
       h('span', { class: 'controls' }, 'compare ', ca, ' .. ', cb, ' ',
         h('button', { id: 'compare-go', onclick: function () { navigate({ compare: S.id, a: ca.value, b: cb.value }); } }, 'Compare')),
-      S.parent ? h('a', { href: '#session=' + S.parent }, 'parent session') : null,
+      S.parent ? h('a', { id: 'parent-link', href: '#session=' + S.parent + (S.spawn_event ? '&event=' + S.spawn_event : '') }, 'spawned by ' + short(S.parent)) : null,
+      subagentLinks(S),
       h('a', { href: '#sessions' }, 'all sessions')));
     app.appendChild(chart(S, chain));
     var graph = h('div', { id: 'graph', tabindex: '0' }, h('div', { class: 'inner' }));
@@ -327,6 +328,16 @@
     app.appendChild(h('div', { class: 'layout' }, graph, transcript, detail));
     setupGraph(graph);
     renderTurns(0);
+  }
+
+  function subagentLinks(S) {
+    var row = (RAW.sessions || []).filter(function (r) { return r.id === S.id; })[0];
+    if (!row || !row.children || !row.children.length) return null;
+    var byId = {};
+    (RAW.sessions || []).forEach(function (r) { byId[r.id] = r; });
+    return h('span', { id: 'subagents' }, 'subagents: ', row.children.map(function (c) {
+      return h('a', { href: '#session=' + c, 'data-session': c, title: c }, firstLine((byId[c] || {}).title || short(c), 40) + ' ');
+    }));
   }
 
   // token usage over the branch: provider-reported input (context size) and output per response
@@ -545,6 +556,9 @@
       });
     });
     el.appendChild(rangeBox);
+    el.appendChild(h('p', { class: 'muted' }, c.provenance.origin === 'import'
+      ? 'Made by the harness (' + (c.provenance.summarizer || '?') + '); ctxstore did not check it at import. Its rules, run now on the record:'
+      : 'Checks (run before the record was written; run again now on the stored record):'));
     el.appendChild(h('ul', { class: 'checks' }, c.checks.map(function (k) { return h('li', { class: k.status === 'n/a' ? 'na' : k.status }, k.rule + ': ' + k.status + ' — ' + k.detail); })));
     el.appendChild(h('details', { class: 'summary' }, h('summary', null, 'summary (' + (c.provenance.summarizer || '?') + ')'), h('pre', null, c.summary)));
     return el;
