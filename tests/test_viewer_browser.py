@@ -109,6 +109,7 @@ def test_demo_session(driver, tmp_path):
     assert _text(driver, "#detail-id") == row["id"]
     assert "serialize() joins" in _text(driver, "#state")
     assert driver.current_url.endswith(f"event={row['id']}")
+    _js(driver, "window.scrollTo(0, 0)")
     _shot(driver, "demo-session")
     # keyboard: j / k between turns, b to the branch point (the fork of approach-b)
     _key(driver, "k")

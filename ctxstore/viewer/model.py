@@ -132,6 +132,15 @@ def _summary(ev: Event, msg: Message | None, harness: str) -> str:
         return f"summarized {n} events: {p.get('tokens_before')} → {p.get('tokens_after')} tokens"
     if msg is not None and msg.text:
         return _first_line(msg.text)
+    if ev.type == "ModelResponseReceived" and not (isinstance(p.get("text"), str) and p["text"]):
+        stop = p.get("stop_reason")
+        return f"(no text{'; stop: ' + str(stop) if stop else ''})"
+    if isinstance(p.get("check"), str) and "result" in p:  # VerifierFinished
+        return _first_line(f"{p['check']}: {p['result']}")
+    if len(p) == 1:
+        (key, value), = p.items()
+        if hasattr(value, "keys"):  # StateUpdated {"patch": {...}} -> "patch: goal, plan"
+            return _first_line(f"{key}: {', '.join(sorted(str(k) for k in value.keys()))}")
     for key in ("text", "title", "path", "name", "verifier", "summary", "goal", "status"):
         if isinstance(p.get(key), str) and p[key]:
             return _first_line(f"{p[key]}")

@@ -345,11 +345,11 @@
     var pts = [], comps = [];
     chain.forEach(function (i, x) {
       var r = S.events[i];
-      if (r.u) pts.push([x, r.u[0], r.u[1]]);
+      if (r.u && (r.u[0] || r.u[1])) pts.push([x, r.u[0], r.u[1]]);
       if (r.k) comps.push(x);
     });
-    var W = 900, H = 120, pad = 34;
-    var svg = s('svg', { id: 'chart', viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: H, role: 'img' });
+    var W = Math.max(600, (app.clientWidth || 1200) - 28), H = 120, pad = 44;
+    var svg = s('svg', { id: 'chart', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img' });
     if (!pts.length) {
       var t = s('text', { x: 10, y: 20 });
       t.textContent = 'token usage: n/a (no provider usage or recorded context builds on this branch)';
@@ -361,14 +361,14 @@
     pts.forEach(function (p) { maxY = Math.max(maxY, p[1], p[2]); });
     var n = Math.max(1, chain.length - 1);
     function X(x) { return pad + (W - pad - 6) * x / n; }
-    function Y(y) { return H - 14 - (H - 24) * y / maxY; }
+    function Y(y) { return H - 16 - (H - 26) * y / maxY; }
     comps.forEach(function (x) { svg.appendChild(s('line', { class: 'cmark', x1: X(x), x2: X(x), y1: 6, y2: H - 14 })); });
     var din = pts.map(function (p) { return X(p[0]).toFixed(1) + ',' + Y(p[1]).toFixed(1); }).join(' ');
     var dout = pts.map(function (p) { return X(p[0]).toFixed(1) + ',' + Y(p[2]).toFixed(1); }).join(' ');
     svg.appendChild(s('polyline', { class: 's-in', points: din }));
     svg.appendChild(s('polyline', { class: 's-out', points: dout }));
     [[maxY, 10], [0, H - 14]].forEach(function (a) { var t = s('text', { x: 2, y: a[1] }); t.textContent = num(a[0]); svg.appendChild(t); });
-    var lg = s('text', { x: W - 330, y: 10 });
+    var lg = s('text', { x: pad + 6, y: H - 2 });
     lg.textContent = 'input tokens (blue) · output (orange) · compactions (dashed) · ' + pts.length + ' responses';
     svg.appendChild(lg);
     svg.setAttribute('data-points', pts.length);
@@ -494,9 +494,18 @@
     if (r.t === 'UserPromptSubmitted' || r.t === 'ModelResponseReceived' || (r.m && !r.call && !r.pair && r.t !== 'ToolCallFinished' && r.t !== 'ToolCallFailed' && !r.k)) {
       if (r.m && shown[r.m]) return null;
       var role = r.m && S.messages[r.m] ? S.messages[r.m].role : (r.t === 'UserPromptSubmitted' ? 'user' : 'assistant');
+      var body = document.createDocumentFragment();
+      if (!(r.m && messageBlocks(S, r.m, body, true))) {
+        if (r.t === 'ModelResponseReceived' && /^\(no text/.test(r.s)) {  // only tool calls follow
+          el = evBox(S, i, 'other');
+          add(el, [h('span', { class: 'mono' }, r.t), ' ', r.s]);
+          return el;
+        }
+        body.appendChild(md(r.s));
+      }
       el = evBox(S, i, 'msg ' + (role === 'user' ? 'user' : 'assistant'));
       el.appendChild(h('div', { class: 'role' }, role + ' · ' + r.t));
-      if (!(r.m && messageBlocks(S, r.m, el, true))) el.appendChild(h('p', null, r.s));
+      el.appendChild(body);
       if (r.m) shown[r.m] = 1;
       return el;
     }
