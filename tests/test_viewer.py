@@ -11,6 +11,8 @@ import urllib.request
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxstore.cli.main import cli
 from ctxstore.errors import InvalidInput
@@ -44,6 +46,47 @@ def test_lanes_fork_and_merge():
     assert m["up"] == [0, 1] and m["dn"] == []  # the merge joins both lanes
     assert {a["c"], b["c"]} == {0, 1}  # the two sides of the fork in two columns
     assert a["up"] and b["up"] and a["dn"] and b["dn"]
+
+
+@st.composite
+def _dags(draw):
+    """A random event DAG, oldest first: each event has 0 (only the first), 1 or 2 parents
+    among the earlier ones; generations as the store computes them."""
+    n = draw(st.integers(1, 40))
+    parents: list[tuple[int, ...]] = [()]
+    for i in range(1, n):
+        first = draw(st.integers(0, i - 1))
+        extra = draw(st.lists(st.integers(0, i - 1), max_size=1))
+        parents.append(tuple(dict.fromkeys([first, *extra])))
+    return parents
+
+
+@given(_dags())
+@settings(max_examples=200, deadline=None)
+def test_lanes_draw_every_edge(parents):
+    """Every parent edge leaves its row by a column that runs straight up (through-lanes) to
+    the parent's row and enters it from below: what the browser draws is the DAG."""
+    gen = []
+    for ps in parents:
+        gen.append(1 + max((gen[p] for p in ps), default=0))
+    ids = [f"e{i}" for i in range(len(parents))]
+    # newest first, as the store walks: generation, then (here) index
+    order = sorted(range(len(parents)), key=lambda i: (-gen[i], -i))
+    rows_newest = [(ids[i], tuple(ids[p] for p in parents[i])) for i in order]
+    laid = lanes(rows_newest)
+    oldest = list(reversed(order))
+    pos = {i: k for k, i in enumerate(oldest)}
+    for k, i in enumerate(oldest):
+        row = laid[k]
+        reached = set()
+        for c in row["up"]:
+            j = k - 1
+            while j >= 0 and c in laid[j]["th"] and laid[j]["c"] != c:
+                j -= 1
+            assert j >= 0 and c in laid[j]["dn"], (i, c)
+            reached.add(oldest[j])
+        assert reached == set(parents[i]), (i, reached, parents[i])
+        assert all(pos[p] < k for p in parents[i])
 
 
 def test_demo_model(demo):

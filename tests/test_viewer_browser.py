@@ -120,6 +120,13 @@ def test_demo_session(driver, tmp_path):
     _key(driver, "b")
     fork = next(int(k) for k, v in m["children"].items() if len(v) > 1)
     assert _text(driver, "#detail-id") == m["events"][fork]["id"]
+    # print: graph, chart and controls hidden; every collapsed part opened
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    _js(driver, "window.dispatchEvent(new Event('beforeprint'))")
+    assert _js(driver, "return getComputedStyle(document.getElementById('graph')).display") == "none"
+    assert _js(driver, "return getComputedStyle(document.getElementById('chart')).display") == "none"
+    assert _count(driver, "#transcript details:not([open])") == 0
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
     # a deep link opens at the event, on a branch that contains it
     alt = m["events"][m["branches"]["approach-b"]]["id"]
     _open(driver, path, f"#event={alt[:14]}")
@@ -168,6 +175,13 @@ def test_hostile_content_renders_as_text(driver, tmp_path):
     assert _count(driver, ".bundle tr.segment[data-tier='P0']") >= 1
     # the unanswered call is marked abandoned (the user spoke again)
     assert _count(driver, ".tool-pair .status-abandoned") >= 1
+    # the sessions list shows the hostile title as text too
+    _js(driver, "location.hash = '#sessions'")
+    time.sleep(0.2)
+    assert "<script>alert('title')</script>" in _text(driver, "#sessions tbody")
+    assert _count(driver, "img, iframe, object, embed") == 0
+    _js(driver, "location.hash = '#session=' + arguments[0]", sid)
+    time.sleep(0.3)
     # open everything that can be opened: still nothing runs
     _js(driver, "document.querySelectorAll('details').forEach(function (d) { d.open = true; });"
                 "document.querySelectorAll('.art-btn').forEach(function (b) { b.click(); });")

@@ -232,6 +232,7 @@
 
   // -- the sessions list ----------------------------------------------------------------------
   function renderSessions() {
+    V = null;
     var where = document.getElementById('where');
     where.textContent = RAW.store || '';
     app.textContent = '';
@@ -289,7 +290,7 @@
     }
     branch = branch || names[0];
     if (target == null && q.event) throw new Error('no event ' + q.event + ' in session ' + short(S.id));
-    var same = V && V.S === S && V.branch === branch;
+    var same = V && V.S === S && V.branch === branch && document.getElementById('graph');
     if (!same) buildSessionView(S, branch, names);
     if (target != null) select(target, { scroll: true, keepHash: true });
     else if (!same) setHash({ session: S.id, branch: branch }, true);
