@@ -15,11 +15,11 @@ Strings are copied as they are: escaping is the renderer's job (it uses textCont
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
-from ..chunking import open_content
 from ..errors import NotFound
 from ..objects import Artifact, Compaction, Event, Message, thaw
+from ..porcelain.history import _text_preview  # the artifact text `ctx show` previews
 from ..porcelain.listing import session_entries
 from ..repo import Repository
 from ..state.calls import EMPTY_BOOK, RESULT_TYPES, step, tool_call_id
@@ -30,6 +30,8 @@ from ..state.tools import call_effects
 from ..trace import normalize_usage, stats
 from .checks import rerun, structural
 from .graph import lanes
+
+T = TypeVar("T")
 
 #: Text longer than this (a tool result, a thinking block) is cut in the page; the rest is
 #: one click away (the artifact, or the event in `--serve`).
@@ -77,12 +79,17 @@ def _session_events(repo: Repository, tips: list[str]) -> list[tuple[str, Event]
     return list(repo.graph.walk(tips))
 
 
-def _message(repo: Repository, mid: str) -> Message | None:
+def _get(repo: Repository, oid: str, cls: type[T]) -> T | None:
+    """The object OID if the store has it and it is a CLS, else None (the page says "absent")."""
     try:
-        obj = repo.store.get(mid)
+        obj = repo.store.get(oid)
     except NotFound:
         return None
-    return obj if isinstance(obj, Message) else None
+    return obj if isinstance(obj, cls) else None
+
+
+def _message(repo: Repository, mid: str) -> Message | None:
+    return _get(repo, mid, Message)
 
 
 def _block(b: dict[str, Any]) -> dict[str, Any]:
@@ -150,11 +157,8 @@ def _summary(ev: Event, msg: Message | None, harness: str) -> str:
 
 def _compaction(repo: Repository, cid: str, index: dict[str, int], event_id: str,
                 projector: Projector) -> dict[str, Any] | None:
-    try:
-        rec = repo.store.get(cid)
-    except NotFound:
-        return None
-    if not isinstance(rec, Compaction):
+    rec = _get(repo, cid, Compaction)
+    if rec is None:
         return None
     src = list(rec.source_event_ids)
     checks = structural(repo, rec) + rerun(repo, rec, event_id, projector)
@@ -197,24 +201,12 @@ def bundle_model(repo: Repository, bid: str) -> dict[str, Any] | None:
 def artifact_model(repo: Repository, aid: str, limit: int = ARTIFACT_EMBED_LIMIT
                    ) -> dict[str, Any] | None:
     """An artifact's description and (up to `limit` bytes of) its content as text."""
-    try:
-        art = repo.store.get(aid)
-    except NotFound:
+    art = _get(repo, aid, Artifact)
+    if art is None:
         return None
-    if not isinstance(art, Artifact):
-        return None
-    out = {"id": aid, "kind": art.kind, "size": art.size, "uri": art.uri, "summary": art.summary,
-           "media_type": art.media_type, "text": None, "truncated": False}
-    if art.size > limit:
-        out["truncated"] = True
-    with open_content(repo.store, art.content) as f:
-        head = f.read(limit)
-    try:
-        out["text"] = head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(head) - 3:
-            out["text"] = head[:exc.start].decode("utf-8")
-    return out
+    return {"id": aid, "kind": art.kind, "size": art.size, "uri": art.uri, "summary": art.summary,
+            "media_type": art.media_type, "truncated": art.size > limit,
+            "text": _text_preview(repo, art.content, limit) if limit else None}
 
 
 class _States:
@@ -347,29 +339,21 @@ def _payload_extras(repo: Repository, row: dict[str, Any], ev: Event, index: dic
         row["u"] = [u["input"], u["output"]]
     elif ev.type == "ContextBuilt" and isinstance(p.get("used_tokens"), int):
         row["u"] = [p["used_tokens"], 0]
-    cid = ev.causality.get("compaction_id")
-    if isinstance(cid, str):
-        if cid not in compactions:
-            rec = _compaction(repo, cid, index, row["id"], projector)
-            if rec is not None:
-                compactions[cid] = rec
-        if cid in compactions:
-            row["k"] = cid
-    bid = ev.causality.get("bundle_id")
-    if isinstance(bid, str):
-        if bid not in bundles:
-            b = bundle_model(repo, bid)
-            if b is not None:
-                bundles[bid] = b
-        if bid in bundles:
-            row["bd"] = bid
-    aid = ev.causality.get("artifact_id")
-    if isinstance(aid, str):
-        row["art"] = aid
-        if aid not in artifacts:
-            art = artifact_model(repo, aid, ARTIFACT_EMBED_LIMIT if embed else 0)
-            if art is not None:
-                artifacts[aid] = art
+    def link(field: str, table: dict, key: str, build) -> None:
+        """row[key] = the id the event's causality names under FIELD, once TABLE holds it."""
+        oid = ev.causality.get(field)
+        if not isinstance(oid, str):
+            return
+        if oid not in table and (value := build(oid)) is not None:
+            table[oid] = value
+        if oid in table or key == "art":
+            row[key] = oid
+
+    link("compaction_id", compactions, "k",
+         lambda cid: _compaction(repo, cid, index, row["id"], projector))
+    link("bundle_id", bundles, "bd", lambda bid: bundle_model(repo, bid))
+    link("artifact_id", artifacts, "art",
+         lambda aid: artifact_model(repo, aid, ARTIFACT_EMBED_LIMIT if embed else 0))
     if ev.type not in ("UserPromptSubmitted", "ModelResponseReceived", "ToolCallRequested") \
             and "m" not in row and p:
         text = json.dumps(_jsonable(p), ensure_ascii=False, indent=1)
