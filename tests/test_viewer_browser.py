@@ -262,7 +262,7 @@ def test_corpus_sessions(driver, tmp_path):
         chain, i = [], m["branches"][branch]
         while i is not None:
             chain.append(i)
-            p = m["events"][i]["p"]
+            p = model.row_parents(m["events"], i)
             i = p[0] if p else None
         chain.reverse()
         prompts = sum(m["events"][j]["t"] == "UserPromptSubmitted" for j in chain)

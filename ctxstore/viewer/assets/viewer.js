@@ -3,7 +3,9 @@
  * attribute set by name (never innerHTML); links are made only for http(s) URLs. */
 (function () {
   'use strict';
+  var TIMES = window.__ctxTimes = { start: performance.now() };  // read by benchmarks/bench_view.py
   var RAW = JSON.parse(document.getElementById('ctx-data').textContent);
+  TIMES.parsed = performance.now();
   var SERVED = RAW.mode === 'served';
   var ROW = 22, LANE = 12, TURN_PAGE = 40;
   var app = document.getElementById('app');
@@ -48,6 +50,9 @@
     t = String(t || '').trim().split('\n')[0] || '';
     w = w || 120;
     return t.length > w ? t.slice(0, w - 1) + '…' : t;
+  }
+  function pretty(text) {
+    try { return JSON.stringify(JSON.parse(text), null, 1); } catch (e) { return text; }
   }
   function jsonText(v) { return typeof v === 'string' ? v : JSON.stringify(v, null, 1); }
 
@@ -117,7 +122,7 @@
   }
   function getSession(sid) {
     if (cache[sid]) return Promise.resolve(cache[sid]);
-    if (RAW.data && RAW.data[sid]) { cache[sid] = prepare(RAW.data[sid]); return Promise.resolve(cache[sid]); }
+    if (RAW.data && RAW.data[sid]) { cache[sid] = prepare(RAW.data[sid]); TIMES.prepared = performance.now(); return Promise.resolve(cache[sid]); }
     if (!SERVED) return Promise.reject(new Error('session ' + short(sid) + ' is not in this export (ctx view ' + short(sid) + ' -o FILE, or ctx view --serve)'));
     return api('/api/session/' + sid).then(function (d) { cache[sid] = prepare(d); return cache[sid]; });
   }
@@ -138,24 +143,34 @@
   }
 
   // the session's derived structures: children, chains, turns
+  // rows leave out what follows from a linear history (model.py _compact_rows): put it back
   function prepare(S) {
-    var ev = S.events;
+    var ev = S.events, NONE = [];
     S.kids = new Array(ev.length);
     for (var i = 0; i < ev.length; i++) {
-      var p = ev[i].p;
+      var r0 = ev[i];
+      if (!r0.p) r0.p = i ? [i - 1] : NONE;
+      var p = r0.p;
       for (var k = 0; k < p.length; k++) (S.kids[p[k]] || (S.kids[p[k]] = [])).push(i);
     }
-    S.byId = {};
-    for (i = 0; i < ev.length; i++) S.byId[ev[i].id] = i;
     S.maxLane = 0;
     for (i = 0; i < ev.length; i++) {
-      var r = ev[i], m = r.c;
+      var r = ev[i];
+      if (r.c == null) r.c = 0;
+      if (!r.th) r.th = NONE;
+      if (!r.up) r.up = r.p.length ? [r.c] : NONE;
+      if (!r.dn) r.dn = S.kids[i] ? [r.c] : NONE;
+      var m = r.c;
       for (k = 0; k < r.th.length; k++) if (r.th[k] > m) m = r.th[k];
       for (k = 0; k < r.up.length; k++) if (r.up[k] > m) m = r.up[k];
       for (k = 0; k < r.dn.length; k++) if (r.dn[k] > m) m = r.dn[k];
       if (m > S.maxLane) S.maxLane = m;
     }
     return S;
+  }
+  function rowOf(S, id) {
+    if (!S.byId) { S.byId = {}; for (var i = 0; i < S.events.length; i++) S.byId[S.events[i].id] = i; }
+    return S.byId[id];
   }
   function chainOf(S, tip) {
     var out = [], i = tip;
@@ -225,7 +240,7 @@
   }
   function ready() {
     requestAnimationFrame(function () {
-      if (!window.__ctxFirstRender) window.__ctxFirstRender = performance.now();
+      if (!window.__ctxFirstRender) window.__ctxFirstRender = TIMES.drawn = performance.now();
       document.body.setAttribute('data-ready', '1');
     });
   }
@@ -361,6 +376,12 @@
     var maxY = 1;
     pts.forEach(function (p) { maxY = Math.max(maxY, p[1], p[2]); });
     var n = Math.max(1, chain.length - 1);
+    var all = pts.length;
+    if (pts.length > W) {  // one point per pixel column: the largest input there
+      var cols = {};
+      pts.forEach(function (p) { var k = Math.round(p[0] * W / n); if (!cols[k] || cols[k][1] < p[1]) cols[k] = p; });
+      pts = Object.keys(cols).map(function (k) { return cols[k]; }).sort(function (a, b) { return a[0] - b[0]; });
+    }
     function X(x) { return pad + (W - pad - 6) * x / n; }
     function Y(y) { return H - 16 - (H - 26) * y / maxY; }
     comps.forEach(function (x) { svg.appendChild(s('line', { class: 'cmark', x1: X(x), x2: X(x), y1: 6, y2: H - 14 })); });
@@ -370,9 +391,9 @@
     svg.appendChild(s('polyline', { class: 's-out', points: dout }));
     [[maxY, 10], [0, H - 14]].forEach(function (a) { var t = s('text', { x: 2, y: a[1] }); t.textContent = num(a[0]); svg.appendChild(t); });
     var lg = s('text', { x: pad + 6, y: H - 2 });
-    lg.textContent = 'input tokens (blue) · output (orange) · compactions (dashed) · ' + pts.length + ' responses';
+    lg.textContent = 'input tokens (blue) · output (orange) · compactions (dashed) · ' + all + ' responses';
     svg.appendChild(lg);
-    svg.setAttribute('data-points', pts.length);
+    svg.setAttribute('data-points', all);
     return svg;
   }
 
@@ -483,7 +504,7 @@
         if (b.truncated) out.truncated = true;
       } else if (b.text) out.text += b.text;
     });
-    else if (r.pl) out.text = r.pl;
+    else if (r.pl) out.text = pretty(r.pl);
     return out;
   }
   function artifactButton(S, aid) {
@@ -586,7 +607,7 @@
       var tr = h('tr', { class: 'segment ' + (x.kept ? 'kept' : 'dropped'), 'data-tier': x.tier == null ? '' : 'P' + x.tier },
         h('td', null, x.kept ? (x.trimmed ? 'trimmed' : 'kept') : 'dropped'), h('td', null, x.tier == null ? '?' : 'P' + x.tier), h('td', null, x.kind),
         h('td', { class: 'num' }, num(x.tokens)), h('td', { class: 'reason' }, x.reason),
-        h('td', null, x.sources.slice(0, 3).map(function (sid) { return h('a', { class: 'mono', onclick: function () { var j = S.byId[sid]; if (j != null) select(j, { scroll: true }); } }, short(sid) + ' '); }), x.source_count > 3 ? '+' + (x.source_count - 3) : ''));
+        h('td', null, x.sources.slice(0, 3).map(function (sid) { return h('a', { class: 'mono', onclick: function () { var j = rowOf(S, sid); if (j != null) select(j, { scroll: true }); } }, short(sid) + ' '); }), x.source_count > 3 ? '+' + (x.source_count - 3) : ''));
       tb.appendChild(tr);
       if (x.text) {
         var d = h('tr', { class: 'segtext' }, h('td', { colspan: 6 }, h('details', null, h('summary', { class: 'muted' }, 'text of segment ' + (n + 1)), h('pre', null, x.text + (x.text_len > x.text.length ? '\n… (' + num(x.text_len) + ' characters in all)' : '')))));
@@ -639,7 +660,7 @@
       (S.kids[i] || []).length ? [h('dt', null, 'children'), h('dd', null, S.kids[i].map(function (c) { return h('a', { class: 'mono', onclick: function () { select(c, { scroll: true }); } }, short(S.events[c].id) + ' '); }))] : null,
       h('dt', null, 'link'), h('dd', null, h('a', { href: '#event=' + r.id }, '#event=' + short(r.id))));
     box.appendChild(dl);
-    if (r.pl) box.appendChild(h('details', null, h('summary', null, 'payload'), h('pre', null, r.pl)));
+    if (r.pl) box.appendChild(h('details', null, h('summary', null, 'payload'), h('pre', null, pretty(r.pl))));
     add(box, artifactButton(S, r.art));
     var stBox = h('div', { class: 'state', id: 'state' }, h('p', { class: 'muted' }, 'projecting the state…'));
     box.appendChild(h('h3', null, 'Projected state at this event'));
