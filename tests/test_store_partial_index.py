@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -218,15 +217,23 @@ while True:
 """
 
 
-def _run_writer(path, seed, kill_at=0, where="", wait=None) -> set[str]:
+def _run_writer(path, seed, kill_at=0, where="", after_acks=None) -> set[str]:
+    """Run the writer until it kills itself at `kill_at`, or (with `after_acks`) SIGKILL it once
+    it has acknowledged that many objects: counted, not timed, so a loaded machine still
+    kills it mid-stream rather than before its first write."""
     child = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seed), str(kill_at),
                               where], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    if wait is not None:
-        time.sleep(wait)
+    head: list[str] = []
+    if after_acks is not None:
+        while len(head) < after_acks:
+            line = child.stdout.readline()
+            if not line:
+                break
+            head.append(line)
         os.kill(child.pid, signal.SIGKILL)
     out, _ = child.communicate(timeout=120)
     assert child.returncode == -signal.SIGKILL
-    return {line for line in out.split("\n")[:-1] if len(line) == 64}
+    return {line for line in ("".join(head) + out).split("\n")[:-1] if len(line) == 64}
 
 
 def _check(path, acked: set[str], label: str) -> None:
@@ -259,7 +266,7 @@ def test_kill_9_at_random_times_with_frequent_partial_indexes(tmp_path):
     rnd = random.Random(99)
     acked: set[str] = set()
     for i in range(12):
-        acked |= _run_writer(tmp_path, 100 + i, wait=rnd.uniform(0.2, 0.6))
+        acked |= _run_writer(tmp_path, 100 + i, after_acks=rnd.randint(10, 60))
         _check(tmp_path, acked, f"iteration {i}")
     assert len(acked) > 100
 
