@@ -13,7 +13,6 @@ import asyncio
 import os
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -31,7 +30,8 @@ from langgraph.checkpoint.base import (
 from ... import codec
 from ...errors import CodecError, InvalidInput
 from ...objects import thaw
-from ...repo import CTX_DIRNAME, Repository
+from ...repo import Repository
+from ..stores import open_repository
 from .threads import (
     CHECKPOINT,
     WRITES,
@@ -40,16 +40,6 @@ from .threads import (
 )
 from .threadstore import ThreadStore
 from .values import ValueStore, pack_refs, unpack_refs
-
-
-def _open_repository(path: str | os.PathLike) -> Repository:
-    """Open the store at PATH (a directory holding `.ctx`, or `.ctx` itself), creating it if absent."""
-    p = Path(path)
-    if (p / "config.json").exists() and p.name == CTX_DIRNAME:
-        return Repository.open(p)
-    if (p / CTX_DIRNAME / "config.json").exists():
-        return Repository.open(p / CTX_DIRNAME)
-    return Repository.init(p)
 
 
 def _plain(value: Any, serde: Any, key: str, payload: dict) -> None:
@@ -90,7 +80,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         if isinstance(store, Repository):
             self.repo, self._owns_repo = store, False
         else:
-            self.repo, self._owns_repo = _open_repository(store), True
+            self.repo, self._owns_repo = open_repository(store), True
         self.durability = durability
         self._lock = threading.RLock()
         self._values = ValueStore(self.repo.store)

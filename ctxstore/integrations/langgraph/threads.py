@@ -19,13 +19,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...objects import Event
 from ...refs import DEFAULT_BRANCH
 from ...repo.graph import EventGraph
+from ..refnames import id_of, id_ref
 from .values import split_refs
 
 THREADS_PREFIX = "refs/langgraph/threads/"
@@ -35,24 +35,15 @@ WRITES = "langgraph:writes"
 #: On a copied thread's `main`: first parent the source's tip, second the copy's own root, so
 #: the copy's session is reachable from its branches (and travels in a pack of them).
 COPIED = "langgraph:copied"
-_SAFE_THREAD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
-_HEX_MARK = "hex-"
 
 
 def thread_ref(thread_id: str) -> str:
     """The ref naming a thread's root event; ids that are not safe ref components are hex."""
-    tid = str(thread_id)
-    if (_SAFE_THREAD.fullmatch(tid) and not tid.startswith(_HEX_MARK) and ".." not in tid
-            and not tid.endswith((".lock", "."))):
-        return THREADS_PREFIX + tid
-    return THREADS_PREFIX + _HEX_MARK + tid.encode("utf-8").hex()
+    return id_ref(THREADS_PREFIX, thread_id)
 
 
 def thread_id_of(ref: str) -> str:
-    name = ref[len(THREADS_PREFIX):]
-    if name.startswith(_HEX_MARK):
-        return bytes.fromhex(name[len(_HEX_MARK):]).decode("utf-8")
-    return name
+    return id_of(THREADS_PREFIX, ref)
 
 
 def ns_branch(checkpoint_ns: str) -> str:
