@@ -26,6 +26,7 @@ from typing import Any
 
 from ... import codec
 from ...chunking import ChunkParams
+from ...errors import InvalidInput
 from ...importers.common import PREVIEW_CHARS, preview, tool_requested_payload
 from ...importers.records import event_line, keep_line
 from ...objects import (
@@ -81,6 +82,10 @@ def _call_args(item: dict) -> Any:
                     return args
             return args
     return {}
+
+
+class ItemNotJSON(InvalidInput, TypeError):
+    """An item that JSON cannot hold (the SDK's own sessions raise TypeError for it too)."""
 
 
 class Mapped:
@@ -171,7 +176,11 @@ class ItemMapper:
     def event_fields(self, item: Any) -> tuple[str, str, dict, dict]:
         """(type, actor, payload, causality) of the event that keeps `item`."""
         m = self.map(item)
-        text = json.dumps(item, ensure_ascii=False)  # raises TypeError like SQLiteSession
+        try:
+            text = json.dumps(item, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise ItemNotJSON(f"an Agents SDK item must be JSON, as SQLiteSession stores it: "
+                              f"{exc}") from None
         kept = keep_line(self.store, item, text, self.threshold, m.messages,
                          m.causality.get("message_id", ""), self.chunking)
         m.payload["source"] = {"format": FMT, **kept}
