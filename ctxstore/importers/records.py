@@ -218,18 +218,25 @@ def event_line(store, payload: Any, causality: Any) -> str | None:
     if "raw" in source:
         return source["raw"]
     if "record" in source:
-        line = thaw(source["record"])
-        mids = ([causality["message_id"]] if causality.get("message_id") else [])
-        mids += list(source.get("messages", ()))
-        if source.get("refs"):
-            forms = [codec.unpack_value(store.get_raw(mid)[1]) for mid in mids]
-            for pointer, ref in source["refs"].items():
-                _set(line, pointer, _follow(forms[ref[0]], ref[1:]))
-        for pointer, blob in (source.get("blobs") or {}).items():
-            _set(line, pointer, read_content(store, blob).decode("utf-8"))
+        line = rebuild_record(store, source, causality)
         return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
     rid = causality.get("record_id")
     return record_line(store, rid) if rid else None
+
+
+def rebuild_record(store, source: Any, causality: Any) -> Any:
+    """The parsed line a kept-in-the-event `source` (one with `record`) stands for: the record
+    with the strings it names read back from its messages and blobs."""
+    line = thaw(source["record"])
+    if source.get("refs"):
+        mids = ([causality["message_id"]] if causality.get("message_id") else [])
+        mids += list(source.get("messages", ()))
+        forms = [codec.unpack_value(store.get_raw(mid)[1]) for mid in mids]
+        for pointer, ref in source["refs"].items():
+            _set(line, pointer, _follow(forms[ref[0]], ref[1:]))
+    for pointer, blob in (source.get("blobs") or {}).items():
+        _set(line, pointer, read_content(store, blob).decode("utf-8"))
+    return line
 
 
 def load_record(store, record_id: str) -> tuple[Any, str | None]:

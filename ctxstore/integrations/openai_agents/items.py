@@ -28,7 +28,7 @@ from ... import codec
 from ...chunking import ChunkParams
 from ...errors import InvalidInput
 from ...importers.common import PREVIEW_CHARS, preview, tool_requested_payload
-from ...importers.records import event_line, keep_line
+from ...importers.records import event_line, keep_line, rebuild_record
 from ...objects import (
     Event,
     ImageBlock,
@@ -189,15 +189,39 @@ class ItemMapper:
 
 def item_of(store, ev: Event) -> Any:
     """The item an event keeps (deep-equal to the one added); None if it keeps none."""
-    source = ev.payload.get("source")
+    return item_from_source(store, ev.payload.get("source"), ev.causality)
+
+
+def item_from_source(store, source: Any, causality: Any) -> Any:
+    """The item a `payload.source` keeps (plain or frozen values alike); None for none."""
     if not isinstance(source, dict):
         return None
-    if "record" in source and not source.get("refs") and not source.get("blobs"):
-        return thaw(source["record"])
-    line = event_line(store, ev.payload, ev.causality)
+    if "record" in source:
+        if not source.get("refs") and not source.get("blobs"):
+            return thaw(source["record"])
+        return rebuild_record(store, source, causality)
+    line = event_line(store, {"source": source}, causality)
     return None if line is None else json.loads(line)
 
 
-def is_item_event(ev: Event) -> bool:
-    source = ev.payload.get("source")
+def is_item_source(source: Any) -> bool:
     return isinstance(source, dict) and source.get("format") == FMT
+
+
+def is_item_event(ev: Event) -> bool:
+    return is_item_source(ev.payload.get("source"))
+
+
+def raw_chain(store, tip: str | None, limit: int | None = None) -> list[dict]:
+    """The item events from `tip` back along first parents, newest first, at most `limit`, as
+    plain decoded field maps: loading a long session skips building frozen Event values."""
+    out: list[dict] = []
+    eid = tip
+    while eid and (limit is None or len(out) < limit):
+        ev = codec.unpack_value(store.get_raw(eid)[1])
+        payload = ev.get("payload")
+        if isinstance(payload, dict) and is_item_source(payload.get("source")):
+            out.append(ev)
+        parents = ev.get("parents") or ()
+        eid = parents[0] if parents else None
+    return out

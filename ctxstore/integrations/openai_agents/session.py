@@ -32,7 +32,7 @@ from ...refs import DEFAULT_BRANCH, branch_ref, check_ref_name
 from ...repo import Repository
 from ..refnames import id_of, id_ref
 from ..stores import open_repository
-from .items import FMT, ItemMapper, is_item_event, item_of
+from .items import FMT, ItemMapper, is_item_event, item_from_source, item_of, raw_chain
 
 SESSIONS_REF_PREFIX = "refs/openai-agents/sessions/"
 ACTOR = "openai-agents"
@@ -222,9 +222,10 @@ class CtxstoreSession:
                 return []
             if limit is not None and limit < 0:
                 limit = None  # SQLiteSession's LIMIT -1: everything
-            events = self._items_back(self.repo.refs.read(self._ref()), limit)
             store = self.repo.store
-            return [item_of(store, ev) for _, ev in reversed(events)]
+            events = raw_chain(store, self.repo.refs.read(self._ref()), limit)
+            return [item_from_source(store, ev["payload"]["source"], ev.get("causality") or {})
+                    for ev in reversed(events)]
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The branch's items, oldest first; with `limit` (or session_settings.limit) the
