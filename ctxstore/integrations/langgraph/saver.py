@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -158,6 +158,54 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
             if cid is None or cid not in br.checkpoints:
                 return None
             return self._tuple(th, ns, br, cid)
+
+    def get_delta_channel_history(self, *, config: RunnableConfig,
+                                  channels: Sequence[str]) -> Mapping[str, Any]:
+        """The writes and seed of each `DeltaChannel` along the checkpoint's parent chain (the
+        contract of BaseCheckpointSaver.get_delta_channel_history), read from the branch index:
+        only the requested channels' values are loaded, not every ancestor's whole state."""
+        if not channels:
+            return {}
+        conf = config["configurable"]
+        ns = conf.get("checkpoint_ns") or ""
+        self._ts.commits.check()
+        writes: dict[str, list] = {c: [] for c in channels}
+        seeds: dict[str, Any] = {}
+        with self._lock:
+            th = self._ts.thread(conf["thread_id"])
+            br = self._ts.branch(th, ns) if th is not None else None
+            cid = (get_checkpoint_id(config) or br.latest()) if br is not None else None
+            if br is not None and cid in br.checkpoints:
+                self._delta_walk(br, cid, set(channels), writes, seeds)
+        out: dict[str, Any] = {}
+        for ch in channels:
+            entry: dict[str, Any] = {"writes": writes[ch][::-1]}
+            if ch in seeds:
+                entry["seed"] = seeds[ch]
+            out[ch] = entry
+        return out
+
+    def _delta_walk(self, br: BranchIndex, cid: str, remaining: set[str],
+                    writes: dict[str, list], seeds: dict[str, Any],
+                    load: bool = True) -> list[str]:
+        """Walk the ancestors of checkpoint `cid` (not `cid` itself), newest first, collecting
+        the pending writes of the `remaining` channels until each has a stored value (its
+        seed). Returns the ancestors visited (prune keeps them); `load=False` only walks."""
+        graph, serde, visited = self.repo.graph, self.serde, []
+        parent = graph.event(br.checkpoints[cid]).payload.get("parent_checkpoint_id")
+        while parent and remaining and parent in br.checkpoints and parent not in visited:
+            visited.append(parent)
+            ev = graph.event(br.checkpoints[parent])
+            for w in reversed(br.pending(parent)):
+                if w.channel in remaining and load:
+                    writes[w.channel].append((w.task_id, w.channel, self._values.get(serde, w.ref)))
+            refs = unpack_refs(ev.payload.get("values", {}), ev.causality.get("values", ()))
+            for ch in [c for c in remaining if c in refs]:
+                if load:
+                    seeds[ch] = self._values.get(serde, refs[ch])
+                remaining.discard(ch)
+            parent = ev.payload.get("parent_checkpoint_id")
+        return visited
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None, limit: int | None = None,
@@ -323,6 +371,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
                         continue
                     doomed = set(br.checkpoints) | set(br.writes)
                     doomed.discard(latest)
+                    doomed.difference_update(self._delta_ancestors(br, latest))
                     keep_last = br.checkpoints[latest]
                     drop = self._ts.events_of(br, doomed)
                     # an older put of the same checkpoint id is superseded too
@@ -330,9 +379,25 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
                              if e != keep_last and self.repo.graph.event(e).type == CHECKPOINT}
                     self._ts.rewrite(br, drop)
 
+    def _delta_ancestors(self, br: BranchIndex, cid: str) -> list[str]:
+        """The ancestors a DeltaChannel of checkpoint `cid` is rebuilt from: back to the nearest
+        one holding a stored value of every delta channel (its metadata's
+        counters_since_delta_snapshot names them). keep_latest keeps them, or those channels
+        would silently come back empty (LangGraph's warning on BaseCheckpointSaver.prune)."""
+        md = _unplain(self.repo.graph.event(br.checkpoints[cid]).payload, self.serde, "metadata")
+        delta = md.get("counters_since_delta_snapshot")
+        if not isinstance(delta, dict) or not delta:
+            return []
+        return self._delta_walk(br, cid, set(delta), {c: [] for c in delta}, {}, load=False)
+
     # -- async ---------------------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig,
+                                         channels: Sequence[str]) -> Mapping[str, Any]:
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels))
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None, limit: int | None = None,
