@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import codec
 from ...objects import Event
 from ...refs import DEFAULT_BRANCH
 from ...repo.graph import EventGraph
@@ -80,6 +81,28 @@ class Write:
     idx: int
 
 
+class _LightEvent:
+    """The fields `BranchIndex.apply` reads, from the plain decoded event: indexing a long
+    branch then skips building (freezing) a whole Event per checkpoint (most of a fresh
+    saver's first load of a 10,000-step thread went there)."""
+
+    __slots__ = ("type", "payload", "causality", "parents", "generation")
+
+    def __init__(self, fields: dict) -> None:
+        self.type = fields["type"]
+        self.payload = fields.get("payload") or {}
+        self.causality = fields.get("causality") or {}
+        self.parents = fields.get("parents") or ()
+        self.generation = fields["generation"]
+
+
+def _light_event(graph: EventGraph, eid: str) -> Any:
+    cached = graph._cache.get(eid)
+    if cached is not None:
+        return cached
+    return _LightEvent(codec.unpack_value(graph.store.get_raw(eid)[1]))
+
+
 @dataclass
 class BranchIndex:
     """Checkpoints and pending writes of one branch, as of `tip`."""
@@ -93,7 +116,7 @@ class BranchIndex:
     checkpoints: dict[str, str] = field(default_factory=dict)  # checkpoint id -> event id
     writes: dict[str, dict[tuple[str, int], Write]] = field(default_factory=dict)
 
-    def apply(self, eid: str, ev: Event) -> None:
+    def apply(self, eid: str, ev: Event | _LightEvent) -> None:
         self.order.append(eid)
         self.tip, self.generation = eid, ev.generation
         if ev.payload.get("checkpoint_ns") != self.ns:
@@ -114,10 +137,10 @@ class BranchIndex:
         """Bring the index to `tip`: walk first parents back to the known tip, or rebuild."""
         if tip == self.tip:
             return
-        new: list[tuple[str, Event]] = []
+        new: list[tuple[str, Any]] = []
         eid: str | None = tip
         while eid is not None and eid != self.tip:
-            ev = graph.event(eid)
+            ev = _light_event(graph, eid)
             if not ev.parents:
                 break
             new.append((eid, ev))
