@@ -6,8 +6,8 @@ Both stores are files on the same disk. N `add_items` calls of one item each (a 
 of user messages, function calls, their outputs and assistant messages, 100-600 characters
 of text each), every call durable when it returns (SQLiteSession: a WAL commit with the
 sqlite3 default synchronous=FULL; ctxstore: its transaction, journal fsynced). Then a fresh
-session object on the same store loads all N items (what the Runner does at every turn
-without a limit), then the newest 50. Rows: time per add_items call (mean, p50, p99), load
+session object on the same store loads all N items, then again (what the Runner does at every
+turn without a limit: the same session object loads the whole history), then the newest 50. Rows: time per add_items call (mean, p50, p99), load
 times, bytes on disk. Targets: add <= 1x SQLiteSession's mean, full load <= 2x.
 """
 
@@ -93,17 +93,21 @@ async def measure(name: str, opener, path: str, items: list[dict]) -> dict:
     loaded = await fresh.get_items()
     load_s = time.perf_counter() - t
     t = time.perf_counter()
+    again = await fresh.get_items()
+    again_s = time.perf_counter() - t
+    t = time.perf_counter()
     newest = await fresh.get_items(limit=50)
     newest_ms = (time.perf_counter() - t) * 1000
     fresh.close()
-    assert loaded == items, f"{name}: items did not round-trip"
+    assert loaded == items == again, f"{name}: items did not round-trip"
     assert newest == items[-50:]
     per_call.sort()
     return {"name": name, "items": len(items), "add_total_s": add_s,
             "add_mean_ms": statistics.fmean(per_call) * 1000,
             "add_p50_ms": per_call[len(per_call) // 2] * 1000,
             "add_p99_ms": per_call[min(len(per_call) - 1, int(len(per_call) * 0.99))] * 1000,
-            "load_all_s": load_s, "load_50_ms": newest_ms, "bytes": dir_size(path)}
+            "load_all_s": load_s, "load_again_s": again_s, "load_50_ms": newest_ms,
+            "bytes": dir_size(path)}
 
 
 def run(quick: bool = False, n: int | None = None) -> list[dict]:

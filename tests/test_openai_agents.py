@@ -110,6 +110,23 @@ def test_reopened_session_names_a_tool_output_after_its_call(tmp_path):
     s.close()
 
 
+def test_loaded_items_are_fresh_copies_and_other_writers_are_seen(tmp_path):
+    a = CtxstoreSession("copies", tmp_path)
+    items = conversation(1)
+    run(a.add_items(items))
+    got = run(a.get_items())
+    got[0]["content"] = "changed by the caller"
+    got[3]["content"][0]["text"] = "changed too"
+    assert run(a.get_items()) == items  # what the session remembers is not the caller's
+    b = CtxstoreSession("copies", Repository.open(tmp_path / ".ctx"))  # another writer
+    run(b.add_items([{"role": "user", "content": "from b"}]))
+    assert run(a.get_items()) == items + [{"role": "user", "content": "from b"}]
+    run(b.pop_item())
+    assert run(a.get_items()) == items
+    a.close()
+    b.close()
+
+
 # -- pop and clear move refs, and are undone ---------------------------------------------------
 
 def test_pop_item_is_an_operation_that_ctx_undo_reverts(tmp_path):

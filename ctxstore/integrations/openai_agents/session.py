@@ -32,7 +32,7 @@ from ...refs import DEFAULT_BRANCH, branch_ref, check_ref_name
 from ...repo import Repository
 from ..refnames import id_of, id_ref
 from ..stores import open_repository
-from .items import FMT, ItemMapper, is_item_event, item_from_source, item_of, raw_chain
+from .items import FMT, ItemChain, ItemMapper, is_item_event, item_of
 
 SESSIONS_REF_PREFIX = "refs/openai-agents/sessions/"
 ACTOR = "openai-agents"
@@ -149,6 +149,7 @@ class CtxstoreSession:
         self.repo = self._shared.repo
         self._lock = self._shared.lock
         self._mapper = ItemMapper(self.repo.store, self.repo.config)
+        self._chain = ItemChain(self.repo.store)
         self._branch = branch
         self._closed = False
         self._root: str | None = None
@@ -222,10 +223,7 @@ class CtxstoreSession:
                 return []
             if limit is not None and limit < 0:
                 limit = None  # SQLiteSession's LIMIT -1: everything
-            store = self.repo.store
-            events = raw_chain(store, self.repo.refs.read(self._ref()), limit)
-            return [item_from_source(store, ev["payload"]["source"], ev.get("causality") or {})
-                    for ev in reversed(events)]
+            return self._chain.back(self.repo.refs.read(self._ref()), limit)[::-1]
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The branch's items, oldest first; with `limit` (or session_settings.limit) the
@@ -246,9 +244,14 @@ class CtxstoreSession:
             mapper = self._mapper
             with self.repo.transaction(ref, actor=ACTOR,
                                        message=f"{FMT}: add_items ({len(items)})") as tx:
+                br = tx.branch()
                 for item in items:
                     etype, actor, payload, causality = mapper.event_fields(item)
                     tx.append(etype, actor, payload, causality)
+            parent = br.base  # after a rebase: the other writer's tip, and our new ids
+            for eid, item in zip(br.appended, items, strict=True):
+                self._chain.note(eid, parent, item)
+                parent = eid
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items; durable when this returns (one transaction, one ref move)."""
