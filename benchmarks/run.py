@@ -24,6 +24,7 @@ AREAS = {
     "import": "benchmarks.bench_import",
     "transfer": "benchmarks.bench_transfer",
     "langgraph": "benchmarks.bench_langgraph",
+    "openai-agents": "benchmarks.bench_openai_agents",
     "cli": "benchmarks.bench_cli",
     "retrieval": "benchmarks.bench_retrieval",
     "view": "benchmarks.bench_view",
