@@ -17,7 +17,7 @@ LAYERS = [
     {"refs"},
     {"config", "repo"},
     {"state", "context", "trace", "compaction", "importers", "transfer", "integrations",
-     "memory", "retrieval", "workspace"},
+     "memory", "retrieval", "workspace", "gitbridge"},
     {"maintenance"},
     {"manager"},
     {"porcelain"},

@@ -266,6 +266,21 @@ def plan_refs(repo, pack: ParsedPack, overlay: ObjectStore, force: bool) -> list
 def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIMITS,
            progress: Progress | None = None, actor: str = "ctx") -> UnpackResult:
     """Import a pack into `repo`; see the module docstring for the order of steps."""
+    return _import(repo, path, force=force, limits=limits, progress=progress, actor=actor,
+                   move_refs=True)
+
+
+def import_objects(repo, path: str, *, limits: Limits = DEFAULT_LIMITS,
+                   progress: Progress | None = None) -> UnpackResult:
+    """Steps 1-3 and the object half of 5: verify the pack and store its objects, moving no
+    ref (the git bridge imports a remote's packs this way and moves remote-tracking refs
+    itself). `refs` of the result are the pack's refs, all "unchanged"."""
+    return _import(repo, path, force=False, limits=limits, progress=progress, actor="ctx",
+                   move_refs=False)
+
+
+def _import(repo, path: str, *, force: bool, limits: Limits, progress: Progress | None,
+            actor: str, move_refs: bool) -> UnpackResult:
     pack, links = open_verified(path, limits, progress)
     try:
         store = repo.store
@@ -293,7 +308,8 @@ def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIM
                 raise _bad(pack, f"ref {name} names {target[:12]}, which is not an event")
         with _local_damage(pack):
             check_session_refs(pack, repo)
-            plan = plan_refs(repo, pack, overlay, force)
+            plan = (plan_refs(repo, pack, overlay, force) if move_refs else
+                    [RefUpdate(n, t, t, "unchanged") for n, t in sorted(pack.refs.items())])
         new = 0
         total = len(pack.records)
         for n, info in enumerate(pack.records, 1):
@@ -302,6 +318,9 @@ def unpack(repo, path: str, *, force: bool = False, limits: Limits = DEFAULT_LIM
                 new += 1
             if progress is not None and (n % 1000 == 0 or n == total):
                 progress("import", n, total)
+        if not move_refs:
+            store.flush()
+            return UnpackResult(path, total, new, pack.size, plan, None)
         label = os.path.basename(path)
         # every ref (and HEAD in a new store) moves at once: a kill leaves all or none
         with repo.transaction(actor=actor, message=f"unpack {label}") as tx:

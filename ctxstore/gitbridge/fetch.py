@@ -1,0 +1,276 @@
+"""`ctx fetch`, `ctx pull` and `ctx clone`: bring a remote's sessions in; fetch never moves a
+local branch.
+
+Fetch order (docs/format.md "Git remotes", fetch): git fetch into transient refs of the
+mirror; import, parents first, the packs of every commit no mirror tracking ref reaches
+(verified like `ctx unpack`, no ref moved); one ctx transaction for the remote-tracking refs;
+then the mirror's tracking refs. Pull adds one transaction creating and fast-forwarding local
+branches; diverged branches are reported and left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import BadPack, CtxError, InvalidInput, RefConflict
+from ..refs import DEFAULT_BRANCH, SESSIONS_PREFIX
+from ..transfer.unpack import import_objects
+from . import mirror as mir
+from .remotes import DEFAULT_REMOTE, add_remote, remote_url
+from .tracking import TRACKING_PREFIX, local_ref, tracking_ref, tracking_refs
+from .transport import connect, translated
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class RefFetch:
+    ref: str  # the tracking ref
+    old: str | None
+    new: str | None
+    action: str  # create | fast-forward | forced | deleted | up-to-date
+
+    def to_dict(self) -> dict:
+        return {"ref": self.ref, "old": self.old, "new": self.new, "action": self.action}
+
+
+@dataclass
+class FetchResult:
+    remote: str
+    url: str
+    commits: int = 0
+    objects: int = 0
+    new_objects: int = 0
+    refs: list[RefFetch] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"remote": self.remote, "url": self.url, "commits": self.commits,
+                "objects": self.objects, "new_objects": self.new_objects,
+                "refs": [r.to_dict() for r in self.refs if r.action != "up-to-date"]}
+
+
+def fetch(repo, remote: str = DEFAULT_REMOTE, *, progress: Progress | None = None) -> FetchResult:
+    import pygit2
+    from pygit2.enums import SortMode
+
+    url = remote_url(repo, remote)
+    mirror = mir.open_mirror(repo)
+    staging = f"refs/ctx-fetch/{remote}/"
+    for name in list(mir.git_refs(mirror, staging)):
+        mir.delete_git_ref(mirror, staging + name)
+    git_remote, callbacks = connect(mirror, url, progress)
+    with translated(url, "fetch from", callbacks):
+        git_remote.fetch([f"+{mir.REMOTE_PREFIX}*:{staging}*"], callbacks=callbacks)
+    staged = {rest: oid for rest, oid in mir.git_refs(mirror, staging).items()
+              if mir.session_of_ref(rest) is not None}
+    result = FetchResult(remote, url)
+    # every commit a mirror tracking ref reaches was imported (they move after the import)
+    imported = [oid for name, oid in mir.git_refs(mirror, "refs/remotes/").items()]
+    walker = mirror.walk(None)
+    walker.sort(SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    wanted = False
+    for oid in set(staged.values()):
+        walker.push(pygit2.Oid(hex=oid))
+        wanted = True
+    for oid in imported:
+        if mirror.get(oid) is not None:
+            walker.hide(pygit2.Oid(hex=oid))
+    tips: dict[str, str] = {}
+    for rest, oid in staged.items():
+        manifest = mir.read_manifest(mirror, oid)
+        if manifest.ref != f"refs/{rest}":
+            raise BadPack(f"commit {oid} of refs/ctx/{rest} names {manifest.ref}; nothing was "
+                          f"imported")
+        tips[rest] = manifest.tip
+    if wanted:
+        for commit in walker:
+            _import_commit(repo, mirror, commit.id, result, progress)
+    _move_tracking(repo, remote, tips, result)
+    for rest, oid in staged.items():
+        mir.set_git_ref(mirror, f"refs/remotes/{remote}/{rest}", oid)
+    for rest in set(mir.git_refs(mirror, f"refs/remotes/{remote}/")) - set(staged):
+        mir.delete_git_ref(mirror, f"refs/remotes/{remote}/{rest}")
+    for name in list(mir.git_refs(mirror, staging)):
+        mir.delete_git_ref(mirror, staging + name)
+    return result
+
+
+
+def _import_commit(repo, mirror, oid, result: FetchResult, progress) -> None:
+    mir.read_manifest(mirror, oid)  # BadPack if it is not one of ours
+    path = mir.tmp_path(repo, "fetch.ctxpack")
+    try:
+        mir.pack_blob_to_file(mirror, oid, path)
+        res = import_objects(repo, path)
+    except BadPack as exc:
+        raise BadPack(f"commit {oid}: {exc}; nothing was imported from it") from None
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+    result.commits += 1
+    result.objects += res.objects
+    result.new_objects += res.new_objects
+    if progress is not None:
+        progress("import", result.commits, 0)
+
+
+def _move_tracking(repo, remote: str, tips: dict[str, str], result: FetchResult) -> None:
+    want: dict[str, str] = {}
+    for rest, tip in tips.items():
+        name = tracking_ref(remote, rest)
+        if name is not None:
+            want[name] = tip
+    have = tracking_refs(repo, remote)
+    graph = repo.graph
+    with repo.transaction(message=f"fetch {remote}") as tx:
+        for name in sorted(set(want) | set(have)):
+            old, new = have.get(name), want.get(name)
+            if old == new:
+                result.refs.append(RefFetch(name, old, new, "up-to-date"))
+                continue
+            if new is None:
+                action = "deleted"
+            elif old is None:
+                action = "create"
+            elif old in repo.store and graph.is_ancestor(old, new):
+                action = "fast-forward"
+            else:
+                action = "forced"
+            if new is not None and repo.store.type_of(new) != "event":
+                raise BadPack(f"refs/ctx/{name}: names {new[:12]}, not an event; nothing moved")
+            tx.set_ref(name, new, expected=old, message=f"fetch {remote}: {action}")
+            result.refs.append(RefFetch(name, old, new, action))
+
+
+# ---------------------------------------------------------------------------------------------
+# pull and clone
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class BranchPull:
+    ref: str
+    old: str | None
+    new: str
+    action: str  # create | fast-forward | up-to-date | ahead | diverged
+    ahead: int = 0
+    behind: int = 0
+
+    def to_dict(self) -> dict:
+        return {"ref": self.ref, "old": self.old, "new": self.new, "action": self.action,
+                "ahead": self.ahead, "behind": self.behind}
+
+
+@dataclass
+class PullResult:
+    fetch: FetchResult
+    branches: list[BranchPull] = field(default_factory=list)
+    head: str | None = None
+
+    @property
+    def diverged(self) -> list[BranchPull]:
+        return [b for b in self.branches if b.action == "diverged"]
+
+    def to_dict(self) -> dict:
+        return {"fetch": self.fetch.to_dict(), "head": self.head,
+                "branches": [b.to_dict() for b in self.branches if b.action != "up-to-date"]}
+
+
+def pull(repo, remote: str = DEFAULT_REMOTE, *, progress: Progress | None = None) -> PullResult:
+    """Fetch, then create the branches this store lacks and fast-forward those behind, in one
+    transaction. RefConflict (after the rest moved) when a branch diverged."""
+    fetched = fetch(repo, remote, progress=progress)
+    result = PullResult(fetched)
+    graph = repo.graph
+    moves: list[BranchPull] = []
+    for name, tip in sorted(tracking_refs(repo, remote).items()):
+        ref = local_ref(name, remote)
+        if ref is None:
+            continue
+        old = repo.refs.read(ref)
+        b = BranchPull(ref, old, tip, "up-to-date")
+        if old is None:
+            b.action = "create"
+        elif old != tip:
+            if graph.is_ancestor(old, tip):
+                b.action = "fast-forward"
+            elif graph.is_ancestor(tip, old):
+                b.action = "ahead"
+            else:
+                d = graph.diff(old, tip)
+                b.action, b.ahead, b.behind = "diverged", len(d.only_a), len(d.only_b)
+        result.branches.append(b)
+        if b.action in ("create", "fast-forward"):
+            moves.append(b)
+    if moves:
+        with repo.transaction(message=f"pull {remote}") as tx:
+            for b in moves:
+                tx.set_ref(b.ref, b.new, expected=b.old, message=f"pull {remote}: {b.action}")
+            result.head = _maybe_head(repo, tx, [b.ref for b in moves])
+    if result.diverged:
+        raise RefConflict(diverged_message(remote, result.diverged), result=result)
+    return result
+
+
+def diverged_message(remote: str, diverged: list[BranchPull]) -> str:
+    parts = []
+    for b in diverged:
+        sid, _, branch = b.ref[len(SESSIONS_PREFIX):].partition("/")
+        parts.append(f"{sid[:12]}/{branch} and {remote}/{sid[:12]}/{branch} have diverged, and "
+                     f"have {b.ahead} and {b.behind} different events each")
+    return ("; ".join(parts) + " — left as they are: `ctx merge REMOTE/SESSION/BRANCH` keeps "
+            "both, `ctx reset REMOTE/SESSION/BRANCH` takes the remote's")
+
+
+def _maybe_head(repo, tx, refs: list[str]) -> str | None:
+    head = repo.refs.read_head()
+    if head.ref is not None or head.target is not None:
+        return None
+    branches = [r for r in refs if r.startswith(SESSIONS_PREFIX)]
+    if not branches:
+        return None
+    mains = [r for r in branches if r.endswith(f"/{DEFAULT_BRANCH}")]
+    ref = (mains or branches)[0]
+    tx.set_head(ref=ref, message="clone: first branch")
+    return ref
+
+
+def clone_dir(url: str) -> str:
+    """git's default directory for a clone: the URL's last component without `.git`."""
+    tail = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    name = tail[:-4] if tail.endswith(".git") else tail
+    return name or "ctx-clone"
+
+
+def clone(url: str, directory: str | None = None, *, progress: Progress | None = None):
+    """A new store in DIRECTORY (default from the URL) with remote `origin` and every session
+    of the remote as local branches. On failure the new directory is removed."""
+    from ..repo import Repository
+    from .remotes import check_url
+
+    check_url(url)
+    target = Path(directory or clone_dir(url))
+    if (target / ".ctx").exists():
+        raise InvalidInput(f"{target}/.ctx already exists: clone into a new directory")
+    created = not target.exists()
+    try:
+        repo = Repository.init(target)
+        try:
+            add_remote(repo, DEFAULT_REMOTE, url)
+            result = pull(repo, DEFAULT_REMOTE, progress=progress)
+        except BaseException:
+            repo.close()
+            raise
+    except (CtxError, OSError, KeyboardInterrupt):
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            shutil.rmtree(target / ".ctx", ignore_errors=True)
+        raise
+    return repo, result
+
+
+__all__ = ["TRACKING_PREFIX", "clone", "fetch", "pull"]

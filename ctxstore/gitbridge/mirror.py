@@ -1,0 +1,141 @@
+"""The local git mirror `.ctx/remotes.git` and the commits that carry ctxstore packs.
+
+One commit per pushed ref update: a tree with `ctx.json` (the manifest) and `objects.ctxpack`
+(a portable pack), parents as docs/format.md "Git remotes" specifies. Everything that reads or
+writes git objects for the bridge is here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import codec
+from ..errors import BadPack, InvalidInput
+from ..refs import check_ref_name
+
+MIRROR_DIR = "remotes.git"
+MANIFEST = "ctx.json"
+PACK = "objects.ctxpack"
+FORMAT = 1
+REMOTE_PREFIX = "refs/ctx/"
+PUSH_PREFIX = "refs/ctx-push/"
+ZERO_OID = "0" * 40
+SIGNATURE = ("ctx", "ctx@localhost")
+#: Local ref kinds that travel, and how they name a session.
+KINDS = ("sessions/", "session-meta/")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    ref: str
+    tip: str
+    bases: tuple[str, ...]
+    objects: int
+
+    def encode(self) -> bytes:
+        doc = {"bases": sorted(self.bases), "format": FORMAT, "objects": self.objects,
+               "ref": self.ref, "tip": self.tip}
+        return (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+    @classmethod
+    def decode(cls, data: bytes, where: str) -> Manifest:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            if doc.get("format") != FORMAT:
+                raise ValueError(f"unknown format {doc.get('format')!r}")
+            ref, tip, bases, objects = doc["ref"], doc["tip"], doc["bases"], doc["objects"]
+            if not isinstance(ref, str) or not ref.startswith("refs/"):
+                raise ValueError(f"ref {ref!r} is not under refs/")
+            check_ref_name(ref)
+            if not codec.is_full_id(tip) or not all(codec.is_full_id(b) for b in bases):
+                raise ValueError("tip and bases must be full event ids")
+            if type(objects) is not int or objects < 0:
+                raise ValueError("objects must be a non-negative integer")
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, InvalidInput) as exc:
+            raise BadPack(f"{where}: not a ctxstore commit ({exc}); nothing was imported") \
+                from None
+        return cls(ref, tip, tuple(bases), objects)
+
+
+def session_of_ref(rest: str) -> str | None:
+    """The session a travelling ref (without `refs/`) belongs to, or None if it does not
+    travel: `sessions/<sid>/<branch>` and `session-meta/<sid>`."""
+    if rest.startswith("sessions/"):
+        sid, _, branch = rest[len("sessions/"):].partition("/")
+        return sid if codec.is_full_id(sid) and branch else None
+    if rest.startswith("session-meta/"):
+        sid = rest[len("session-meta/"):]
+        return sid if codec.is_full_id(sid) else None
+    return None
+
+
+def open_mirror(repo):
+    """The bare git repository under .ctx, created on first use."""
+    import pygit2
+
+    if repo.path is None:
+        raise InvalidInput("git remotes need a store on disk")
+    path = Path(repo.path) / MIRROR_DIR
+    if (path / "HEAD").exists():
+        return pygit2.Repository(str(path))
+    return pygit2.init_repository(str(path), bare=True)
+
+
+def read_manifest(mirror, commit_oid) -> Manifest:
+    commit = mirror.get(commit_oid)
+    where = f"commit {commit_oid}"
+    tree = getattr(commit, "tree", None)
+    if tree is None or MANIFEST not in tree or PACK not in tree:
+        raise BadPack(f"{where}: not a ctxstore commit (its tree must hold {MANIFEST} and "
+                      f"{PACK}); nothing was imported")
+    return Manifest.decode(mirror[tree[MANIFEST].id].data, where)
+
+
+def pack_blob_to_file(mirror, commit_oid, path: str) -> None:
+    tree = mirror.get(commit_oid).tree
+    blob = mirror[tree[PACK].id]
+    with open(path, "wb") as f:
+        f.write(memoryview(blob))
+
+
+def write_commit(mirror, manifest: Manifest, pack_path: str, parents: list) -> object:
+    """Blob, tree and commit for one ref update; returns the commit's oid."""
+    import time
+
+    import pygit2
+
+    pack_blob = mirror.create_blob_fromdisk(pack_path)
+    man_blob = mirror.create_blob(manifest.encode())
+    tb = mirror.TreeBuilder()
+    tb.insert(MANIFEST, man_blob, pygit2.enums.FileMode.BLOB)
+    tb.insert(PACK, pack_blob, pygit2.enums.FileMode.BLOB)
+    tree = tb.write()
+    sig = pygit2.Signature(*SIGNATURE, int(time.time()), 0)
+    message = f"ctx push: {manifest.ref} {manifest.tip}\n"
+    return mirror.create_commit(None, sig, sig, message, tree, parents)
+
+
+def git_refs(mirror, prefix: str) -> dict[str, str]:
+    """{name below prefix: commit hex} of the mirror's refs under prefix."""
+    out = {}
+    for name in mirror.references:
+        if name.startswith(prefix):
+            ref = mirror.references[name]
+            out[name[len(prefix):]] = str(ref.target)
+    return out
+
+
+def set_git_ref(mirror, name: str, oid) -> None:
+    mirror.references.create(name, oid, force=True)
+
+
+def delete_git_ref(mirror, name: str) -> None:
+    if name in mirror.references:
+        mirror.references.delete(name)
+
+
+def tmp_path(repo, what: str) -> str:
+    return os.path.join(str(repo.path), f"tmp-{what}-{os.getpid()}-{os.urandom(4).hex()}")

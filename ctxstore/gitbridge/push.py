@@ -1,0 +1,215 @@
+"""`ctx push`: send session refs to a git remote, fast-forward only per ref, by git's CAS.
+
+Order (docs/format.md "Git remotes", push): list the remote's refs; decide per ref (up to
+date, create, fast-forward, forced with a lease, or rejected); write one commit per update
+into the mirror; push them in one git push whose negotiation checks every remote ref is still
+at the value decided on; then the mirror's tracking refs and one ctx transaction moving the
+remote-tracking refs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import BadRevision, NotFound, RefConflict
+from ..refs import SESSIONS_PREFIX
+from ..transfer import packfile
+from . import mirror as mir
+from .remotes import remote_url
+from .sendset import SendFilter, objects_to_send
+from .tracking import tracking_ref
+from .transport import RemoteMoved, connect, list_ctx_refs, translated
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class RefPush:
+    ref: str  # local ref, refs/...
+    old: str | None  # remote's tip before (event id), if known
+    new: str
+    action: str  # up-to-date | create | fast-forward | forced | rejected
+    reason: str = ""
+    objects: int = 0
+    pack_bytes: int = 0
+    commit: str = ""
+    old_commit: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"ref": self.ref, "old": self.old, "new": self.new, "action": self.action,
+                "reason": self.reason, "objects": self.objects, "pack_bytes": self.pack_bytes}
+
+
+@dataclass
+class PushResult:
+    remote: str
+    url: str
+    refs: list[RefPush] = field(default_factory=list)
+
+    @property
+    def rejected(self) -> list[RefPush]:
+        return [r for r in self.refs if r.action == "rejected"]
+
+    def to_dict(self) -> dict:
+        return {"remote": self.remote, "url": self.url, "refs": [r.to_dict() for r in self.refs],
+                "rejected": len(self.rejected)}
+
+
+def select_refs(repo, sessions: list[str], all_sessions: bool) -> dict[str, str]:
+    """{local ref: tip} to push: the branches and title ref of the named sessions (ids or
+    prefixes), of every session with `all_sessions`, else of HEAD's session."""
+    if all_sessions:
+        sids = repo.session_ids()
+    elif sessions:
+        sids = [repo.resolve_session(s) for s in sessions]
+    else:
+        cur = repo.current()
+        if cur.session is None:
+            raise BadRevision("HEAD is not on a session branch: name the sessions to push, or "
+                              "use --all")
+        sids = [cur.session]
+    out: dict[str, str] = {}
+    for sid in sids:
+        for branch, tip in repo.branches(sid).items():
+            out[f"{SESSIONS_PREFIX}{sid}/{branch}"] = tip
+        meta = repo.refs.read(f"refs/session-meta/{sid}")
+        if meta is not None:
+            out[f"refs/session-meta/{sid}"] = meta
+    if not out:
+        raise NotFound("nothing to push: no session branches selected")
+    return dict(sorted(out.items()))
+
+
+def push(repo, remote: str, sessions: list[str] | None = None, *, all_sessions: bool = False,
+         force_with_lease: bool = False, progress: Progress | None = None,
+         send_filter: SendFilter | None = None) -> PushResult:
+    """Push; raises RefConflict (after pushing what it could) when a ref was rejected."""
+    url = remote_url(repo, remote)
+    refs = select_refs(repo, list(sessions or ()), all_sessions)
+    mirror = mir.open_mirror(repo)
+    git_remote, callbacks = connect(mirror, url, progress)
+    advertised = list_ctx_refs(git_remote, callbacks, url)
+    tracked = mir.git_refs(mirror, f"refs/remotes/{remote}/")
+    result = PushResult(remote, url)
+    plans = [_decide(repo, mirror, ref, tip, advertised, tracked, force_with_lease)
+             for ref, tip in refs.items()]
+    result.refs = plans
+    todo = [p for p in plans if p.action in ("create", "fast-forward", "forced")]
+    if todo:
+        for p in todo:
+            _write_commit(repo, mirror, p, advertised, tracked, send_filter)
+        _send(repo, mirror, git_remote, callbacks, url, todo)
+        _record(repo, mirror, remote, [p for p in todo if p.action != "rejected"])
+    if result.rejected:
+        lines = "; ".join(f"{r.ref}: {r.reason}" for r in result.rejected)
+        raise RefConflict(f"push to {remote} rejected {len(result.rejected)} ref(s): {lines}",
+                          result=result)
+    return result
+
+
+def _decide(repo, mirror, ref: str, tip: str, advertised: dict[str, str],
+            tracked: dict[str, str], lease: bool) -> RefPush:
+    rest = ref[len("refs/"):]
+    old_commit = advertised.get(rest)
+    known = tracked.get(rest)
+    plan = RefPush(ref, None, tip, "create", old_commit=old_commit)
+    if old_commit is None:
+        return plan
+    if old_commit != known:
+        plan.action = "rejected"
+        plan.reason = ("the remote has changes this store has not fetched (fetch first: "
+                       "`ctx fetch`, then `ctx pull` or `ctx merge`)" if not lease else
+                       "stale info: the remote ref is not where this store last saw it "
+                       "(`ctx fetch` first)")
+        return plan
+    manifest = mir.read_manifest(mirror, old_commit)
+    plan.old = manifest.tip
+    if manifest.tip == tip:
+        plan.action = "up-to-date"
+    elif manifest.tip in repo.store and repo.graph.is_ancestor(manifest.tip, tip):
+        plan.action = "fast-forward"
+    elif lease:
+        plan.action = "forced"
+    else:
+        plan.action = "rejected"
+        plan.reason = ("non-fast-forward: the remote's tip is not an ancestor of yours; "
+                       "`ctx pull` (then `ctx merge`) or push with --force-with-lease")
+    return plan
+
+
+def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
+                  tracked: dict[str, str], send_filter: SendFilter | None) -> None:
+    rest = p.ref[len("refs/"):]
+    sid = mir.session_of_ref(rest)
+    parents: list[str] = []
+    if p.action == "fast-forward":
+        parents.append(p.old_commit or "")
+    for other, commit in sorted(advertised.items()):
+        # other refs of the same session the remote holds and this store has imported
+        if other == rest or mir.session_of_ref(other) != sid or tracked.get(other) != commit:
+            continue
+        parents.append(commit)
+    bases = []
+    for commit in parents:
+        base = mir.read_manifest(mirror, commit).tip
+        if base in repo.store:
+            bases.append(base)
+    ids = objects_to_send(repo, p.new, bases)
+    if send_filter is not None:
+        ids = send_filter(p.ref, p.new, ids)
+    path = mir.tmp_path(repo, "push.ctxpack")
+    try:
+        summary = packfile.write_pack(repo.store, path, {p.ref: p.new}, ids, bases,
+                                      level=repo.config.get("compression_level", 3))
+        manifest = mir.Manifest(p.ref, p.new, tuple(sorted(set(bases))), summary.objects)
+        oid = mir.write_commit(mirror, manifest, path, parents)
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+    p.objects, p.pack_bytes, p.commit = summary.objects, summary.bytes, str(oid)
+    mir.set_git_ref(mirror, mir.PUSH_PREFIX + rest, oid)
+
+
+def _send(repo, mirror, git_remote, callbacks, url: str, todo: list[RefPush]) -> None:
+    planned = {mir.REMOTE_PREFIX + p.ref[len("refs/"):]: p for p in todo}
+
+    def negotiation(updates) -> None:
+        for u in updates:
+            p = planned.get(u.dst_refname)
+            expected = p.old_commit if p is not None and p.old_commit else mir.ZERO_OID
+            if str(u.src) != expected:
+                raise RemoteMoved(f"{u.dst_refname} moved on the remote while pushing (another "
+                                  f"push came between): nothing was sent; `ctx fetch` and retry",
+                                  ref=u.dst_refname)
+
+    callbacks.negotiation = negotiation
+    specs = [("+" if p.action == "forced" else "") +
+             f"{mir.PUSH_PREFIX}{p.ref[len('refs/'):]}:{mir.REMOTE_PREFIX}{p.ref[len('refs/'):]}"
+             for p in todo]
+    try:
+        with translated(url, "push to", callbacks):
+            git_remote.push(specs, callbacks=callbacks)
+    finally:
+        for p in todo:
+            mir.delete_git_ref(mirror, mir.PUSH_PREFIX + p.ref[len("refs/"):])
+    for name, message in callbacks.rejected.items():
+        p = planned.get(name)
+        if p is not None:
+            p.action, p.reason = "rejected", f"the remote refused it: {message}"
+
+
+def _record(repo, mirror, remote: str, done: list[RefPush]) -> None:
+    """The mirror's tracking refs, then the ctx remote-tracking refs in one transaction."""
+    if not done:
+        return
+    for p in done:
+        mir.set_git_ref(mirror, f"refs/remotes/{remote}/{p.ref[len('refs/'):]}", p.commit)
+    with repo.transaction(message=f"push {remote}") as tx:
+        for p in done:
+            name = tracking_ref(remote, p.ref[len("refs/"):])
+            if name is None:
+                continue
+            tx.set_ref(name, p.new, expected=tx.read(name),
+                       message=f"push {remote}: {p.action}")
