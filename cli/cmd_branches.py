@@ -15,9 +15,11 @@ from .render import emit_json, short, style
 @click.argument("name", required=False)
 @click.argument("rev", required=False)
 @click.option("-d", "--delete", "delete", is_flag=True, help="Delete branch NAME (its moves stay in the reflog).")
+@click.option("-r", "--remotes", "remotes", is_flag=True,
+              help="List remote-tracking branches (REMOTE/SESSION/BRANCH) of every session.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def branch_cmd(state, name, rev, delete, as_json) -> None:
+def branch_cmd(state, name, rev, delete, remotes, as_json) -> None:
     """List branches of the current session, create NAME at REV, or delete NAME with -d.
 
     \b
@@ -25,8 +27,12 @@ def branch_cmd(state, name, rev, delete, as_json) -> None:
       ctx branch                    # list; * marks HEAD's branch
       ctx branch try-b HEAD~3       # create try-b at HEAD~3 (HEAD stays where it is)
       ctx branch -d try-b           # delete; `ctx reflog try-b` still shows its moves
+      ctx branch -r                 # remote-tracking: origin/3f2a9c1e4b5d/main ...
     """
     repo = state.repo
+    if remotes:
+        _list_remote_branches(repo, as_json)
+        return
     if delete:
         if not name:
             raise click.UsageError("branch -d needs a NAME")
@@ -51,6 +57,19 @@ def branch_cmd(state, name, rev, delete, as_json) -> None:
         mark = "*" if b == current else " "
         label = style(b, fg="green") if b == current else b
         click.echo(f"{mark} {label}  {short(tip)}")
+
+
+def _list_remote_branches(repo, as_json: bool) -> None:
+    from ctxstore.gitbridge.tracking import list_all
+
+    rows = [r for r in list_all(repo) if not r[1].startswith("session-meta/")]
+    if as_json:
+        emit_json([{"remote": r, "name": n, "tip": t} for r, n, t in rows])
+        return
+    for remote, name, tip in rows:
+        sid, _, branch = name.partition("/")
+        label = f"{remote}/{sid[:12]}/{branch}" if len(sid) == 64 else f"{remote}/{name}"
+        click.echo(f"  {style(label, fg='red')}  {short(tip)}")
 
 
 @cli.command("fork")

@@ -93,6 +93,16 @@ COMMANDS: dict[str, Entry] = {
                                     " visible; refs are created or fast-forwarded by "
                                     "compare-and-swap (a non-fast-forward is refused unless "
                                     "--force)."),
+    "remote": Entry("cmd_remote", "List, add or remove the git remotes sessions are pushed to "
+                                  "and fetched from."),
+    "push": Entry("cmd_remote", "Send sessions (default: HEAD's; all their branches and their "
+                                "title) to a git remote."),
+    "fetch": Entry("cmd_remote", "Download a remote's sessions into remote-tracking refs; no "
+                                 "local branch moves."),
+    "pull": Entry("cmd_remote", "Fetch, then create missing local branches and fast-forward those"
+                                " behind the remote."),
+    "clone": Entry("cmd_remote", "Create a store in DIRECTORY with remote `origin` at URL and "
+                                 "every session it holds."),
     "gc": Entry("cmd_maintenance", "Expire reflogs, keep everything reachable from refs, HEAD, "
                                    "reflogs and the operations of the last 90 days (what `ctx "
                                    "undo` needs), rewrite the live objects into a new pack and "

@@ -245,7 +245,8 @@ def clone_dir(url: str) -> str:
     return name or "ctx-clone"
 
 
-def clone(url: str, directory: str | None = None, *, progress: Progress | None = None):
+def clone(url: str, directory: str | None = None, *, progress: Progress | None = None,
+          command: str | None = None):
     """A new store in DIRECTORY (default from the URL) with remote `origin` and every session
     of the remote as local branches. On failure the new directory is removed."""
     from ..repo import Repository
@@ -258,6 +259,7 @@ def clone(url: str, directory: str | None = None, *, progress: Progress | None =
     created = not target.exists()
     try:
         repo = Repository.init(target)
+        repo.command = command
         try:
             add_remote(repo, DEFAULT_REMOTE, url)
             result = pull(repo, DEFAULT_REMOTE, progress=progress)

@@ -19,6 +19,7 @@ from ..transfer import packfile
 from . import mirror as mir
 from .remotes import remote_url
 from .sendset import SendFilter, objects_to_send
+from .localpush import local_path, push_local
 from .tracking import tracking_ref
 from .transport import RemoteMoved, connect, list_ctx_refs, translated
 
@@ -184,6 +185,19 @@ def _send(repo, mirror, git_remote, callbacks, url: str, todo: list[RefPush]) ->
                                   f"push came between): nothing was sent; `ctx fetch` and retry",
                                   ref=u.dst_refname)
 
+    path = local_path(url)
+    if path is not None:
+        try:
+            refused = push_local(mirror, path, todo)
+        finally:
+            for p in todo:
+                mir.delete_git_ref(mirror, mir.PUSH_PREFIX + p.ref[len("refs/"):])
+        for name, reason in refused.items():
+            p = planned[name]
+            p.action, p.reason = "rejected", reason
+        return
+    # a new connection: the old values the negotiation sees are the remote's as of now
+    git_remote, callbacks = connect(mirror, url, callbacks.progress)
     callbacks.negotiation = negotiation
     specs = [("+" if p.action == "forced" else "") +
              f"{mir.PUSH_PREFIX}{p.ref[len('refs/'):]}:{mir.REMOTE_PREFIX}{p.ref[len('refs/'):]}"

@@ -131,6 +131,12 @@ def remove_remote(repo, name: str) -> list[str]:
     from .tracking import delete_tracking
 
     removed = delete_tracking(repo, name)
+    from . import mirror as mir
+
+    if repo.path is not None and (Path(repo.path) / mir.MIRROR_DIR).exists():
+        mirror = mir.open_mirror(repo)
+        for rest in mir.git_refs(mirror, f"refs/remotes/{name}/"):
+            mir.delete_git_ref(mirror, f"refs/remotes/{name}/{rest}")
 
     def change(remotes: dict) -> None:
         remotes.pop(name, None)

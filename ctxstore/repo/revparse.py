@@ -1,6 +1,7 @@
 """Revisions like git's: ids, branch names, SESSION/BRANCH, HEAD, REV~N, REV^N, BRANCH@{N}.
 
 Resolution order for a name: HEAD; a full ref name (`refs/...`); a branch of HEAD's session;
+a remote-tracking ref `REMOTE/SESSION/BRANCH` or `REMOTE/BRANCH` (HEAD's session);
 `SESSION/BRANCH` with SESSION a session id or unique prefix; finally an object id or unique
 prefix. A session object's id resolves to that session's `main` tip, so "REV may be a session id".
 """
@@ -42,6 +43,9 @@ def resolve_ref_name(repo: Repository, name: str) -> str | None:
         if ref and repo.refs.read(ref) is not None:
             return ref
     if "/" in name:
+        ref = _tracking_ref_name(repo, name, session)
+        if ref is not None:
+            return ref
         sess, _, branch = name.partition("/")
         try:
             sid = repo.resolve_session(sess)
@@ -51,6 +55,35 @@ def resolve_ref_name(repo: Repository, name: str) -> str | None:
         if repo.refs.read(ref) is not None:
             return ref
     return None
+
+
+def _tracking_ref_name(repo: Repository, name: str, session: str | None) -> str | None:
+    """A remote-tracking ref (docs/format.md "Git remotes"): `REMOTE/SESSION/BRANCH` with
+    SESSION an id or unique prefix of at least 4 hex digits, or `REMOTE/BRANCH` for HEAD's
+    session; None when REMOTE has no tracking refs or nothing matches."""
+    remote, _, rest = name.partition("/")
+    prefix = f"refs/remotes/{remote}/"
+    if not remote or not rest:
+        return None
+    if "/" not in rest:
+        if not session:
+            return None
+        ref = f"{prefix}{session}/{rest}"
+        return ref if repo.refs.read(ref) is not None else None
+    sess, _, branch = rest.partition("/")
+    if len(sess) < 4:
+        return None
+    sids = {n[len(prefix):].partition("/")[0] for n, _ in repo.refs.iter_refs(prefix)}
+    matches = sorted(s for s in sids if s.startswith(sess.lower()))
+    if len(matches) > 1:
+        from ..errors import AmbiguousId
+
+        raise AmbiguousId(f"session prefix {sess} is ambiguous on remote {remote}: "
+                          f"{', '.join(m[:12] for m in matches[:3])}")
+    if not matches:
+        return None
+    ref = f"{prefix}{matches[0]}/{branch}"
+    return ref if repo.refs.read(ref) is not None else None
 
 
 def reflog_ref_name(repo: Repository, name: str) -> str | None:

@@ -1,0 +1,242 @@
+"""Git remotes end to end (issue 15 items 1-2): two stores ("two machines") and a bare git
+repository; push, clone, fetch, pull, divergence, --force-with-lease, a git daemon, a
+project's own origin, credentials."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ctxstore.cli.main import cli
+
+from .remotetools import Machine, bare, fsck_strict, git, git_daemon, needs_git, remote_refs
+
+pytestmark = needs_git
+
+
+def clone(tmp_path, url, name="b") -> Machine:
+    res = CliRunner().invoke(cli, ["clone", str(url), str(tmp_path / name)])
+    assert res.exit_code == 0, res.output
+    m = Machine.__new__(Machine)
+    super(Machine, m).__init__(tmp_path / name)
+    return m
+
+
+def test_push_clone_fetch_pull(tmp_path):
+    remote = bare(tmp_path / "r.git")
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", str(remote))
+    assert a("remote", "-v").stdout.startswith(f"origin\t{remote} (fetch)")
+    out = a("push").stdout
+    assert "[new branch]" in out and f"To {remote}" in out
+    fsck_strict(remote)
+    sid = a.session()
+    assert f"refs/ctx/sessions/{sid}/main" in remote_refs(remote)
+    assert a("push").stdout.count("[up to date]") == 1
+
+    b = clone(tmp_path, remote)
+    assert b.status()["head"] == a.tip() and b.session() == sid
+    assert [e["id"] for e in b.json("log")] == [e["id"] for e in a.json("log")]
+    assert b("fsck", "--full").exit_code == 0
+
+    a.say(3)
+    a("push")
+    fsck_strict(remote)
+    before = b.tip()
+    out = b("fetch").stdout
+    assert "new objects" in out
+    assert b.tip() == before  # fetch never moves a local branch
+    tracking = b.json("branch", "-r")
+    assert [(t["remote"], t["tip"]) for t in tracking] == [("origin", a.tip())]
+    assert f"origin/{sid[:12]}/main" in b("branch", "-r").stdout
+    assert b.json("log", "origin/main")[0]["id"] == a.tip()
+    assert b.json("log", f"origin/{sid[:8]}/main")[0]["id"] == a.tip()
+    out = b("pull").stdout
+    assert "Fast-forward" in out
+    assert b.tip() == a.tip()
+    assert b("fetch").stdout.endswith("up to date\n")
+
+
+def test_divergent_push_refused_nothing_lost_then_force_with_lease(tmp_path):
+    remote = bare(tmp_path / "r.git")
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    b = clone(tmp_path, remote)
+    a.say(2, "from-a")
+    b.say(3, "from-b")
+    a_tip, b_tip = a.tip(), b.tip()
+    a("push")
+    before = remote_refs(remote)
+
+    err = b.fails(6, "push")
+    assert "rejected" in err and "fetch first" in err
+    assert remote_refs(remote) == before and b.tip() == b_tip
+    b("fetch")
+    res = b("push", code=6)
+    assert "non-fast-forward" in res.stderr and "[rejected]" in res.stdout
+    assert remote_refs(remote) == before and b.tip() == b_tip
+
+    res = b("pull", code=6)
+    assert "have diverged, and have 3 and 2 different events each" in res.stderr
+    assert b.tip() == b_tip  # left as it was
+    assert b.json("log", "origin/main")[0]["id"] == a_tip  # both sides are there
+
+    out = b("push", "--force-with-lease").stdout
+    assert " + " in out and "..." in out
+    fsck_strict(remote)
+    ref = f"refs/ctx/sessions/{a.session()}/main"
+    assert remote_refs(remote)[ref] != before[ref]
+    # a's view is stale now: a plain push and a lease both refuse; a's branch keeps its events
+    assert "fetch first" in a.fails(6, "push")
+    assert "stale info" in a("push", "--force-with-lease", code=6).stderr
+    assert a.tip() == a_tip
+    a("fetch")
+    assert a.json("log", "origin/main")[0]["id"] == b_tip
+    a("reset", "origin/main")
+    assert a.tip() == b_tip
+
+
+@pytest.mark.parametrize("transport", ["path", "git-daemon"])
+def test_push_cas_refuses_a_push_that_came_between(tmp_path, transport):
+    """The remote moves after ctx listed its refs and before it pushes: refused (by the
+    negotiation check over git://, by the ref's compare-and-swap on a local path), nothing of
+    the other push is lost."""
+    from ctxstore.errors import RefConflict
+    from ctxstore.gitbridge.push import push
+    from ctxstore.repo import Repository
+
+    base = tmp_path / "srv"
+    base.mkdir()
+    remote = bare(base / "r.git")
+    with contextlib.ExitStack() as stack:
+        url = str(remote)
+        if transport == "git-daemon":
+            url = stack.enter_context(git_daemon(base)) + "/r.git"
+        a = Machine(tmp_path / "a")
+        a("remote", "add", "origin", url)
+        a("push")
+        b = clone(tmp_path, url)
+        a.say(1)
+        b.say(1)
+
+        def concurrent(ref, tip, ids):
+            a("push")
+            return ids
+
+        repo = Repository.open(tmp_path / "b")
+        try:
+            with pytest.raises(RefConflict, match="another push came between"):
+                push(repo, "origin", send_filter=concurrent)
+        finally:
+            repo.close()
+    ref = f"refs/ctx/sessions/{a.session()}/main"
+    head = json.loads(git("-C", str(remote), "cat-file", "-p",
+                          f"{remote_refs(remote)[ref]}:ctx.json").stdout)
+    assert head["tip"] == a.tip()
+    fsck_strict(remote)
+
+
+def test_project_origin_code_refs_untouched_and_mirror_clean(tmp_path):
+    work = tmp_path / "proj"
+    git("init", "-q", "-b", "main", str(work))
+    (work / "app.py").write_text("print('hi')\n")
+    git("-C", str(work), "add", ".")
+    git("-C", str(work), "commit", "-qm", "code")
+    git("-C", str(work), "tag", "-a", "v1", "-m", "v1")
+    git("-C", str(work), "branch", "feature")
+    origin = tmp_path / "origin.git"
+    git("clone", "-q", "--bare", str(work), str(origin))
+
+    def code_state():
+        refs = {k: v for k, v in remote_refs(origin).items() if not k.startswith("refs/ctx/")}
+        head = (origin / "HEAD").read_bytes()
+        packed = (origin / "packed-refs").read_bytes() if (origin / "packed-refs").exists() \
+            else b""
+        return refs, head, packed
+
+    before = code_state()
+    a = Machine(tmp_path / "a")
+    a("fork", "alt")
+    a.say(2)
+    a("remote", "add", "origin", str(origin))
+    a("push")
+    a("checkout", "main")
+    a.say(1)
+    a("push")
+    assert code_state() == before
+    fsck_strict(origin)
+    mirror = tmp_path / "mirror.git"
+    git("clone", "-q", "--mirror", str(origin), str(mirror))
+    fsck_strict(mirror)
+    assert set(remote_refs(mirror)) == set(remote_refs(origin))
+
+
+def test_fork_pushes_only_its_own_events(tmp_path):
+    """A second branch's commit is thin against the first's: only what the remote lacks."""
+    remote = bare(tmp_path / "r.git")
+    a = Machine(tmp_path / "a", events=40)
+    a("remote", "add", "origin", str(remote))
+    first = a.json("push")
+    assert first["refs"][0]["objects"] > 40
+    a("fork", "alt")
+    a.say(2)
+    second = a.json("push")
+    by_ref = {r["ref"].rsplit("/", 1)[1]: r for r in second["refs"]}
+    assert by_ref["main"]["action"] == "up-to-date"
+    assert by_ref["alt"]["action"] == "create" and by_ref["alt"]["objects"] == 2
+    b = clone(tmp_path, remote)
+    assert b("fsck", "--full").exit_code == 0
+    assert {t["name"].rsplit("/", 1)[1] for t in b.json("branch", "-r")} == {"alt", "main"}
+
+
+def test_git_daemon_push_and_clone(tmp_path):
+    base = tmp_path / "srv"
+    base.mkdir()
+    remote = bare(base / "s.git")
+    a = Machine(tmp_path / "a")
+    with git_daemon(base) as url:
+        a("remote", "add", "origin", f"{url}/s.git")
+        a("push")
+        a.say(2)
+        a("push")
+        b = clone(tmp_path, f"{url}/s.git")
+        assert b.tip() == a.tip()
+        b.say(1)
+        b("push")
+        a("pull")
+        assert a.tip() == b.tip()
+    fsck_strict(remote)
+
+
+def test_fetch_and_push_are_operations(tmp_path):
+    remote = bare(tmp_path / "r.git")
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    ops = a.json("op", "log")["operations"]
+    assert ops[0]["description"].startswith("push origin") and ops[0]["command"] == "ctx push"
+    b = clone(tmp_path, remote)
+    a.say(1)
+    a("push")
+    b("fetch")
+    assert b.json("op", "log")["operations"][0]["command"] == "ctx fetch"
+    b("undo")
+    assert b.json("branch", "-r")[0]["tip"] != a.tip()
+    b("fetch")  # sets the tracking ref right again
+    assert b.json("branch", "-r")[0]["tip"] == a.tip()
+
+
+def test_remote_add_remove_and_bad_input(tmp_path):
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "backup", str(tmp_path / "nowhere.git"))
+    assert "already exists" in a.fails(10, "remote", "add", "backup", "x")
+    assert "unsupported URL scheme" in a.fails(10, "remote", "add", "x", "ftp://host/r")
+    err = a.fails(18, "push", "backup")
+    assert "nowhere.git" in err
+    assert "no remote 'nope'" in a.fails(3, "push", "nope")
+    a("remote", "remove", "backup")
+    assert a("remote").stdout == ""
