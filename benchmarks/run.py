@@ -23,6 +23,7 @@ AREAS = {
     "compaction": "benchmarks.bench_compaction",
     "import": "benchmarks.bench_import",
     "transfer": "benchmarks.bench_transfer",
+    "remote": "benchmarks.bench_remote",
     "langgraph": "benchmarks.bench_langgraph",
     "openai-agents": "benchmarks.bench_openai_agents",
     "cli": "benchmarks.bench_cli",

@@ -54,10 +54,15 @@ class FetchResult:
 
 
 def fetch(repo, remote: str = DEFAULT_REMOTE, *, progress: Progress | None = None) -> FetchResult:
+    url = remote_url(repo, remote)
+    with mir.transfer_lock(repo):
+        return _fetch(repo, remote, url, progress)
+
+
+def _fetch(repo, remote: str, url: str, progress: Progress | None) -> FetchResult:
     import pygit2
     from pygit2.enums import SortMode
 
-    url = remote_url(repo, remote)
     mirror = mir.open_mirror(repo)
     staging = f"refs/ctx-fetch/{remote}/"
     for name in list(mir.git_refs(mirror, staging)):

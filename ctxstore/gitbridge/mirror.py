@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,9 +80,38 @@ def open_mirror(repo):
     if repo.path is None:
         raise InvalidInput("git remotes need a store on disk")
     path = Path(repo.path) / MIRROR_DIR
-    if (path / "HEAD").exists():
+    if (path / "HEAD").is_file():
         return pygit2.Repository(str(path))
     return pygit2.init_repository(str(path), bare=True)
+
+
+@contextmanager
+def transfer_lock(repo):
+    """Held (flock, exclusive) by every push and fetch of this store for its whole run, so
+    they take turns on the mirror; a `*.lock` file in the mirror's refs or a temporary pack
+    in .ctx found under it was left by a process killed mid-transfer, and is removed."""
+    import fcntl
+
+    from ..errors import LockHeld
+
+    mirror_dir = Path(repo.path) / MIRROR_DIR
+    mirror_dir.mkdir(exist_ok=True)
+    fd = os.open(mirror_dir / "ctx-transfer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LockHeld(f"another ctx push or fetch is running on this store "
+                           f"({mirror_dir / 'ctx-transfer.lock'} is locked); try again when it "
+                           f"has finished") from None
+        for stale in [*(mirror_dir / "refs").rglob("*.lock"), mirror_dir / "packed-refs.lock"]:
+            if stale.is_file():
+                stale.unlink()
+        for stale in Path(repo.path).glob("tmp-*.ctxpack-*"):
+            stale.unlink()
+        yield
+    finally:
+        os.close(fd)
 
 
 def read_manifest(mirror, commit_oid) -> Manifest:
@@ -138,4 +168,5 @@ def delete_git_ref(mirror, name: str) -> None:
 
 
 def tmp_path(repo, what: str) -> str:
+    """A temporary file in .ctx, named `tmp-WHAT-…` (`transfer_lock` removes leftovers)."""
     return os.path.join(str(repo.path), f"tmp-{what}-{os.getpid()}-{os.urandom(4).hex()}")

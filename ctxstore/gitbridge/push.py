@@ -17,9 +17,9 @@ from ..errors import BadRevision, NotFound, RefConflict
 from ..refs import SESSIONS_PREFIX
 from ..transfer import packfile
 from . import mirror as mir
-from .remotes import remote_url
-from .sendset import SendFilter, objects_to_send
 from .localpush import local_path, push_local
+from .remotes import remote_url
+from .sendset import EventMeta, SendFilter, is_ancestor, objects_to_send
 from .tracking import tracking_ref
 from .transport import RemoteMoved, connect, list_ctx_refs, translated
 
@@ -89,20 +89,8 @@ def push(repo, remote: str, sessions: list[str] | None = None, *, all_sessions: 
     """Push; raises RefConflict (after pushing what it could) when a ref was rejected."""
     url = remote_url(repo, remote)
     refs = select_refs(repo, list(sessions or ()), all_sessions)
-    mirror = mir.open_mirror(repo)
-    git_remote, callbacks = connect(mirror, url, progress)
-    advertised = list_ctx_refs(git_remote, callbacks, url)
-    tracked = mir.git_refs(mirror, f"refs/remotes/{remote}/")
-    result = PushResult(remote, url)
-    plans = [_decide(repo, mirror, ref, tip, advertised, tracked, force_with_lease)
-             for ref, tip in refs.items()]
-    result.refs = plans
-    todo = [p for p in plans if p.action in ("create", "fast-forward", "forced")]
-    if todo:
-        for p in todo:
-            _write_commit(repo, mirror, p, advertised, tracked, send_filter)
-        _send(repo, mirror, git_remote, callbacks, url, todo)
-        _record(repo, mirror, remote, [p for p in todo if p.action != "rejected"])
+    with mir.transfer_lock(repo):
+        result = _push(repo, remote, url, refs, force_with_lease, progress, send_filter)
     if result.rejected:
         lines = "; ".join(f"{r.ref}: {r.reason}" for r in result.rejected)
         raise RefConflict(f"push to {remote} rejected {len(result.rejected)} ref(s): {lines}",
@@ -110,8 +98,28 @@ def push(repo, remote: str, sessions: list[str] | None = None, *, all_sessions: 
     return result
 
 
+def _push(repo, remote: str, url: str, refs: dict[str, str], force_with_lease: bool,
+          progress: Progress | None, send_filter: SendFilter | None) -> PushResult:
+    mirror = mir.open_mirror(repo)
+    git_remote, callbacks = connect(mirror, url, progress)
+    advertised = list_ctx_refs(git_remote, callbacks, url)
+    tracked = mir.git_refs(mirror, f"refs/remotes/{remote}/")
+    result = PushResult(remote, url)
+    meta = EventMeta(repo.store)
+    plans = [_decide(repo, mirror, ref, tip, advertised, tracked, force_with_lease, meta)
+             for ref, tip in refs.items()]
+    result.refs = plans
+    todo = [p for p in plans if p.action in ("create", "fast-forward", "forced")]
+    if todo:
+        for p in todo:
+            _write_commit(repo, mirror, p, advertised, tracked, send_filter, meta)
+        _send(repo, mirror, git_remote, callbacks, url, todo)
+        _record(repo, mirror, remote, [p for p in todo if p.action != "rejected"])
+    return result
+
+
 def _decide(repo, mirror, ref: str, tip: str, advertised: dict[str, str],
-            tracked: dict[str, str], lease: bool) -> RefPush:
+            tracked: dict[str, str], lease: bool, meta: EventMeta) -> RefPush:
     rest = ref[len("refs/"):]
     old_commit = advertised.get(rest)
     known = tracked.get(rest)
@@ -129,7 +137,7 @@ def _decide(repo, mirror, ref: str, tip: str, advertised: dict[str, str],
     plan.old = manifest.tip
     if manifest.tip == tip:
         plan.action = "up-to-date"
-    elif manifest.tip in repo.store and repo.graph.is_ancestor(manifest.tip, tip):
+    elif manifest.tip in repo.store and is_ancestor(meta, manifest.tip, tip):
         plan.action = "fast-forward"
     elif lease:
         plan.action = "forced"
@@ -141,7 +149,8 @@ def _decide(repo, mirror, ref: str, tip: str, advertised: dict[str, str],
 
 
 def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
-                  tracked: dict[str, str], send_filter: SendFilter | None) -> None:
+                  tracked: dict[str, str], send_filter: SendFilter | None,
+                  meta: EventMeta) -> None:
     rest = p.ref[len("refs/"):]
     sid = mir.session_of_ref(rest)
     parents: list[str] = []
@@ -157,7 +166,7 @@ def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
         base = mir.read_manifest(mirror, commit).tip
         if base in repo.store:
             bases.append(base)
-    ids = objects_to_send(repo, p.new, bases)
+    ids = objects_to_send(repo, p.new, bases, meta)
     if send_filter is not None:
         ids = send_filter(p.ref, p.new, ids)
     path = mir.tmp_path(repo, "push.ctxpack")
