@@ -144,3 +144,10 @@ class WorkspaceConflict(CtxError):
     overrides."""
 
     exit_code = 18
+
+
+class RemoteFailed(CtxError):
+    """A git remote could not be reached, refused the credentials, or failed the transfer;
+    the message names the URL, never a credential."""
+
+    exit_code = 19

@@ -6,15 +6,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ..errors import CtxError, RefConflict
+from ..errors import RefConflict, RemoteFailed
 from .credentials import AuthFailed, make_callbacks
 from .mirror import REMOTE_PREFIX
-
-
-class RemoteFailed(CtxError):
-    """A git remote could not be reached, refused the credentials, or failed the transfer."""
-
-    exit_code = 18
 
 
 class RemoteMoved(RefConflict):
