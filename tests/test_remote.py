@@ -240,3 +240,86 @@ def test_remote_add_remove_and_bad_input(tmp_path):
     assert "no remote 'nope'" in a.fails(3, "push", "nope")
     a("remote", "remove", "backup")
     assert a("remote").stdout == ""
+
+
+def _forge(remote, ref, mutate) -> None:
+    """Replace the remote ref's commit by a child whose tree `mutate(manifest, pack)` changed."""
+    import pygit2
+
+    r = pygit2.Repository(str(remote))
+    parent = r.references[ref].peel(pygit2.Commit)
+    manifest, pack = mutate(r[parent.tree["ctx.json"].id].data, r[parent.tree["objects.ctxpack"].id].data)
+    tb = r.TreeBuilder()
+    tb.insert("ctx.json", r.create_blob(manifest), pygit2.enums.FileMode.BLOB)
+    tb.insert("objects.ctxpack", r.create_blob(pack), pygit2.enums.FileMode.BLOB)
+    sig = pygit2.Signature("x", "x@example.com", 0, 0)
+    commit = r.create_commit(None, sig, sig, "forged\n", tb.write(), [parent.id])
+    r.references.create(ref, commit, force=True)
+
+
+@pytest.mark.parametrize("damage", ["pack-bytes", "manifest-tip", "manifest-json"])
+def test_hostile_remote_commit_is_refused_and_nothing_moves(tmp_path, damage):
+    remote = bare(tmp_path / "r.git")
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    b = clone(tmp_path, remote)
+    other = Machine(tmp_path / "other")
+    ref = f"refs/ctx/sessions/{a.session()}/main"
+
+    def mutate(manifest: bytes, pack: bytes):
+        if damage == "pack-bytes":
+            return manifest, pack[:-40] + bytes(40)
+        if damage == "manifest-tip":  # names an event of another session
+            doc = json.loads(manifest)
+            doc["tip"] = other.tip()
+            return (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode(), pack
+        return b"{not json", pack
+
+    _forge(remote, ref, mutate)
+    before = b.json("branch", "-r")
+    err = b.fails(12, "fetch")
+    assert "nothing was imported" in err or "no ref was moved" in err
+    assert b.json("branch", "-r") == before
+    assert b.fails(12, "pull")
+    assert b.tip() == a.tip()
+    b("fsck", "--full")
+
+
+def test_ssh_credentials_come_from_agent_then_key_files(tmp_path, monkeypatch):
+    import pygit2
+    from pygit2.enums import CredentialType
+
+    from ctxstore.gitbridge.credentials import AuthFailed, make_callbacks
+
+    key = tmp_path / "id_test"
+    key.write_text("not really a key\n")
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(tmp_path / "agent.sock"))
+    monkeypatch.setenv("CTX_SSH_KEY", str(key))
+    monkeypatch.setenv("CTX_SSH_PASSPHRASE", "pass-phrase-42")
+    cb = make_callbacks("ssh://git@example.com/s.git")
+    first = cb.credentials("ssh://git@example.com/s.git", "git", CredentialType.SSH_KEY)
+    assert isinstance(first, pygit2.KeypairFromAgent)
+    second = cb.credentials("ssh://git@example.com/s.git", "git", CredentialType.SSH_KEY)
+    assert isinstance(second, pygit2.Keypair) and second.credential_tuple[2] == str(key)
+    with pytest.raises(AuthFailed):
+        cb.credentials("ssh://git@example.com/s.git", "git", CredentialType.SSH_KEY)
+    assert cb.tried == ["ssh agent", f"ssh key {key}"]
+
+
+def test_push_after_lost_tracking_refs_is_still_a_fast_forward(tmp_path):
+    """A kill -9 after the remote accepted a push but before the tracking refs moved: the
+    remote's commit names a tip already in this store's history, so the next push goes on."""
+    import pygit2
+
+    remote = bare(tmp_path / "r.git")
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    mirror = pygit2.Repository(str(tmp_path / "a" / ".ctx" / "remotes.git"))
+    for name in [n for n in mirror.references if n.startswith("refs/remotes/")]:
+        mirror.references.delete(name)
+    a.say(2)
+    out = a("push").stdout
+    assert ".." in out and "[rejected]" not in out
+    fsck_strict(remote)

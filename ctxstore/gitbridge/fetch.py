@@ -106,16 +106,19 @@ def _fetch(repo, remote: str, url: str, progress: Progress | None) -> FetchResul
 
 
 def _import_commit(repo, mirror, oid, result: FetchResult, progress) -> None:
-    mir.read_manifest(mirror, oid)  # BadPack if it is not one of ours
+    manifest = mir.read_manifest(mirror, oid)  # BadPack if it is not one of ours
     path = mir.tmp_path(repo, "fetch.ctxpack")
     try:
         mir.pack_blob_to_file(mirror, oid, path)
         res = import_objects(repo, path)
     except BadPack as exc:
-        raise BadPack(f"commit {oid}: {exc}; nothing was imported from it") from None
+        raise BadPack(f"commit {oid}: {exc}") from None
     finally:
         if os.path.exists(path):
             os.unlink(path)
+    if {r.name: r.new for r in res.refs} != {manifest.ref: manifest.tip}:
+        raise BadPack(f"commit {oid}: its manifest names {manifest.ref} at {manifest.tip[:12]}, "
+                      f"its pack something else; no ref was moved")
     result.commits += 1
     result.objects += res.objects
     result.new_objects += res.new_objects

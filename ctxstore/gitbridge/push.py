@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import BadRevision, NotFound, RefConflict
+from ..errors import BadPack, BadRevision, NotFound, RefConflict
 from ..refs import SESSIONS_PREFIX
 from ..transfer import packfile
 from . import mirror as mir
@@ -126,6 +126,8 @@ def _decide(repo, mirror, ref: str, tip: str, advertised: dict[str, str],
     plan = RefPush(ref, None, tip, "create", old_commit=old_commit)
     if old_commit is None:
         return plan
+    if old_commit != known and not lease and _contained(repo, mirror, old_commit, tip, meta):
+        known = old_commit  # e.g. our own push whose tracking refs a kill -9 did not move
     if old_commit != known:
         plan.action = "rejected"
         plan.reason = ("the remote has changes this store has not fetched (fetch first: "
@@ -146,6 +148,18 @@ def _decide(repo, mirror, ref: str, tip: str, advertised: dict[str, str],
         plan.reason = ("non-fast-forward: the remote's tip is not an ancestor of yours; "
                        "`ctx pull` (then `ctx merge`) or push with --force-with-lease")
     return plan
+
+
+def _contained(repo, mirror, commit: str, tip: str, meta: EventMeta) -> bool:
+    """Whether a remote commit this store's mirror holds names a tip already in `tip`'s
+    history: the remote has nothing this store lacks, so the push is still a fast-forward."""
+    if mirror.get(commit) is None:
+        return False
+    try:
+        remote_tip = mir.read_manifest(mirror, commit).tip
+    except BadPack:
+        return False
+    return remote_tip in repo.store and is_ancestor(meta, remote_tip, tip)
 
 
 def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
