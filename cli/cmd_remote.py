@@ -96,18 +96,18 @@ def push_cmd(state, remote, sessions, all_sessions, lease, as_json, show_progres
     \b
     Examples:
       ctx push                          # HEAD's session to origin
-      ctx push origin 3f2a9c1e          # one session by id prefix
+      ctx push origin 3f2a9c1e          # one session by id prefix (`ctx push 3f2a9c1e`
+                                        #   too, when no remote has that name)
       ctx push origin --all             # every session
       ctx push --force-with-lease       # after a reset: replace the remote's branch
     """
     from ctxstore.errors import RefConflict
     from ctxstore.gitbridge.push import push
-    from ctxstore.gitbridge.remotes import DEFAULT_REMOTE
 
-    remote = remote or DEFAULT_REMOTE
+    remote, sessions = _remote_or_session(state.repo, remote, list(sessions))
     try:
         with Progress(show_progress) as progress:
-            result = push(state.repo, remote, list(sessions), all_sessions=all_sessions,
+            result = push(state.repo, remote, sessions, all_sessions=all_sessions,
                           force_with_lease=lease, progress=progress)
     except RefConflict as exc:
         result = exc.details.get("result")
@@ -115,6 +115,22 @@ def push_cmd(state, remote, sessions, all_sessions, lease, as_json, show_progres
             _print_push(result, as_json)
         raise
     _print_push(result, as_json)
+
+
+def _remote_or_session(repo, first: str | None, sessions: list[str]) -> tuple[str, list[str]]:
+    """`ctx push 3f2a9c1e` means a session to origin when no remote is called 3f2a9c1e."""
+    from ctxstore.errors import BadRevision, NotFound
+    from ctxstore.gitbridge.remotes import DEFAULT_REMOTE, list_remotes
+
+    if first is None:
+        return DEFAULT_REMOTE, sessions
+    if first in list_remotes(repo):
+        return first, sessions
+    try:
+        repo.resolve_session(first)
+    except (BadRevision, NotFound):
+        return first, sessions  # push() names the unknown remote
+    return DEFAULT_REMOTE, [first, *sessions]
 
 
 def _print_push(result, as_json: bool) -> None:

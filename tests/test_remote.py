@@ -188,9 +188,14 @@ def test_fork_pushes_only_its_own_events(tmp_path):
     by_ref = {r["ref"].rsplit("/", 1)[1]: r for r in second["refs"]}
     assert by_ref["main"]["action"] == "up-to-date"
     assert by_ref["alt"]["action"] == "create" and by_ref["alt"]["objects"] == 2
+    fsck_strict(remote)
     b = clone(tmp_path, remote)
     assert b("fsck", "--full").exit_code == 0
     assert {t["name"].rsplit("/", 1)[1] for t in b.json("branch", "-r")} == {"alt", "main"}
+    c = Machine(tmp_path / "c")
+    c("remote", "add", "origin", str(remote))
+    assert "[new branch]" in c("push", c.session()[:10]).stdout  # a session, not a remote
+    assert "no remote 'nope'" in c.fails(3, "push", "nope")
 
 
 def test_git_daemon_push_and_clone(tmp_path):
@@ -228,6 +233,7 @@ def test_fetch_and_push_are_operations(tmp_path):
     assert b.json("branch", "-r")[0]["tip"] != a.tip()
     b("fetch")  # sets the tracking ref right again
     assert b.json("branch", "-r")[0]["tip"] == a.tip()
+    fsck_strict(remote)
 
 
 def test_remote_add_remove_and_bad_input(tmp_path):
@@ -284,6 +290,7 @@ def test_hostile_remote_commit_is_refused_and_nothing_moves(tmp_path, damage):
     assert b.fails(12, "pull")
     assert b.tip() == a.tip()
     b("fsck", "--full")
+    fsck_strict(remote)
 
 
 def test_ssh_credentials_come_from_agent_then_key_files(tmp_path, monkeypatch):
