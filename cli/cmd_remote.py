@@ -101,20 +101,28 @@ def push_cmd(state, remote, sessions, all_sessions, lease, as_json, show_progres
       ctx push origin --all             # every session
       ctx push --force-with-lease       # after a reset: replace the remote's branch
     """
-    from ctxstore.errors import RefConflict
     from ctxstore.gitbridge.push import push
 
     remote, sessions = _remote_or_session(state.repo, remote, list(sessions))
+    _report(lambda progress: push(state.repo, remote, sessions, all_sessions=all_sessions,
+                                  force_with_lease=lease, progress=progress),
+            _print_push, as_json, show_progress)
+
+
+def _report(run, printer, as_json: bool, show_progress) -> None:
+    """Run a transfer and print its result, also when it ends in a RefConflict (rejected or
+    diverged refs) that carries the result: what moved is shown before the error line."""
+    from ctxstore.errors import RefConflict
+
     try:
         with Progress(show_progress) as progress:
-            result = push(state.repo, remote, sessions, all_sessions=all_sessions,
-                          force_with_lease=lease, progress=progress)
+            result = run(progress)
     except RefConflict as exc:
         result = exc.details.get("result")
         if result is not None:
-            _print_push(result, as_json)
+            printer(result, as_json)
         raise
-    _print_push(result, as_json)
+    printer(result, as_json)
 
 
 def _remote_or_session(repo, first: str | None, sessions: list[str]) -> tuple[str, list[str]]:
@@ -212,19 +220,11 @@ def pull_cmd(state, remote, as_json, show_progress) -> None:
       ctx pull                          # from origin
       ctx pull backup                   # from another remote
     """
-    from ctxstore.errors import RefConflict
     from ctxstore.gitbridge.fetch import pull
     from ctxstore.gitbridge.remotes import DEFAULT_REMOTE
 
-    try:
-        with Progress(show_progress) as progress:
-            result = pull(state.repo, remote or DEFAULT_REMOTE, progress=progress)
-    except RefConflict as exc:
-        result = exc.details.get("result")
-        if result is not None:
-            _print_pull(result, as_json)
-        raise
-    _print_pull(result, as_json)
+    _report(lambda progress: pull(state.repo, remote or DEFAULT_REMOTE, progress=progress),
+            _print_pull, as_json, show_progress)
 
 
 def _print_pull(result, as_json: bool) -> None:
