@@ -330,3 +330,11 @@ def test_push_after_lost_tracking_refs_is_still_a_fast_forward(tmp_path):
     out = a("push").stdout
     assert ".." in out and "[rejected]" not in out
     fsck_strict(remote)
+
+
+def test_fetch_from_a_path_that_is_no_repository(tmp_path):
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", str(tmp_path / "missing.git"))
+    assert "not a git repository" in a.fails(18, "fetch")
+    res = CliRunner().invoke(cli, ["clone", str(tmp_path / "missing.git"), str(tmp_path / "c")])
+    assert res.exit_code == 18 and not (tmp_path / "c").exists()

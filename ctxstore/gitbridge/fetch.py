@@ -20,6 +20,7 @@ from ..errors import BadPack, CtxError, InvalidInput, RefConflict
 from ..refs import DEFAULT_BRANCH, SESSIONS_PREFIX
 from ..transfer.unpack import import_objects
 from . import mirror as mir
+from .localpush import copy_objects, local_path, open_remote
 from .remotes import DEFAULT_REMOTE, add_remote, remote_url
 from .tracking import TRACKING_PREFIX, local_ref, tracking_ref, tracking_refs
 from .transport import connect, translated
@@ -67,9 +68,13 @@ def _fetch(repo, remote: str, url: str, progress: Progress | None) -> FetchResul
     staging = f"refs/ctx-fetch/{remote}/"
     for name in list(mir.git_refs(mirror, staging)):
         mir.delete_git_ref(mirror, staging + name)
-    git_remote, callbacks = connect(mirror, url, progress)
-    with translated(url, "fetch from", callbacks):
-        git_remote.fetch([f"+{mir.REMOTE_PREFIX}*:{staging}*"], callbacks=callbacks)
+    path = local_path(url)
+    if path is not None:  # a repository on this machine: copy (hard-link) its objects
+        _fetch_local(mirror, path, staging)
+    else:
+        git_remote, callbacks = connect(mirror, url, progress)
+        with translated(url, "fetch from", callbacks):
+            git_remote.fetch([f"+{mir.REMOTE_PREFIX}*:{staging}*"], callbacks=callbacks)
     staged = {rest: oid for rest, oid in mir.git_refs(mirror, staging).items()
               if mir.session_of_ref(rest) is not None}
     result = FetchResult(remote, url)
@@ -103,6 +108,21 @@ def _fetch(repo, remote: str, url: str, progress: Progress | None) -> FetchResul
         mir.delete_git_ref(mirror, staging + name)
     return result
 
+
+
+def _fetch_local(mirror, path: str, staging: str) -> None:
+    """What `git fetch +refs/ctx/*:STAGING*` does, for a local repository: its commits and
+    their trees and blobs are copied into the mirror (loose objects hard-linked), then the
+    staging refs are set."""
+    import pygit2
+
+    remote = open_remote(os.path.abspath(path))
+    heads = {name[len(mir.REMOTE_PREFIX):]: remote.references[name].target
+             for name in remote.references if name.startswith(mir.REMOTE_PREFIX)}
+    heads = {rest: oid for rest, oid in heads.items() if isinstance(oid, pygit2.Oid)}
+    copy_objects(remote, mirror, list(heads.values()))
+    for rest, oid in heads.items():
+        mir.set_git_ref(mirror, staging + rest, oid)
 
 
 def _import_commit(repo, mirror, oid, result: FetchResult, progress) -> None:

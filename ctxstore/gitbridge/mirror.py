@@ -137,7 +137,7 @@ def write_commit(mirror, manifest: Manifest, pack_path: str, parents: list) -> o
 
     import pygit2
 
-    pack_blob = mirror.create_blob_fromdisk(pack_path)
+    pack_blob = write_loose_blob(mirror, pack_path)
     man_blob = mirror.create_blob(manifest.encode())
     tb = mirror.TreeBuilder()
     tb.insert(MANIFEST, man_blob, pygit2.enums.FileMode.BLOB)
@@ -146,6 +146,50 @@ def write_commit(mirror, manifest: Manifest, pack_path: str, parents: list) -> o
     sig = pygit2.Signature(*SIGNATURE, int(time.time()), 0)
     message = f"ctx push: {manifest.ref} {manifest.tip}\n"
     return mirror.create_commit(None, sig, sig, message, tree, parents)
+
+
+def write_loose_blob(mirror, path: str):
+    """Store the file at `path` as a loose git blob, deflated at zlib level 1: the pack inside
+    is zstd already, and libgit2's default level spends seconds per 36 MB finding nothing to
+    compress (git reads any zlib level). Returns the blob's oid."""
+    import hashlib
+    import zlib
+
+    import pygit2
+
+    size = os.path.getsize(path)
+    header = b"blob %d\0" % size
+    sha = hashlib.sha1(header)
+    deflate = zlib.compressobj(1)
+    objects = Path(mirror.path) / "objects"
+    tmp = objects / f"tmp_ctx_{os.getpid()}_{os.urandom(4).hex()}"
+    try:
+        with open(path, "rb") as src, open(tmp, "wb") as out:
+            out.write(deflate.compress(header))
+            while chunk := src.read(1 << 20):
+                sha.update(chunk)
+                out.write(deflate.compress(chunk))
+            out.write(deflate.flush())
+            out.flush()
+            os.fsync(out.fileno())
+        hexid = sha.hexdigest()
+        final = objects / hexid[:2] / hexid[2:]
+        if mirror.odb.exists(pygit2.Oid(hex=hexid)):
+            return pygit2.Oid(hex=hexid)
+        final.parent.mkdir(exist_ok=True)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, final)
+        return pygit2.Oid(hex=hexid)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def loose_path(repo_git, oid) -> Path | None:
+    """The loose object file of `oid` in a git repository, if it is stored loose."""
+    hexid = str(oid)
+    path = Path(repo_git.path) / "objects" / hexid[:2] / hexid[2:]
+    return path if path.is_file() else None
 
 
 def git_refs(mirror, prefix: str) -> dict[str, str]:
