@@ -57,7 +57,14 @@ def remote_cmd(ctx, verbose, as_json) -> None:
 @click.argument("url")
 @click.pass_obj
 def remote_add(state, name, url) -> None:
-    """Add remote NAME at URL (a URL holding a password or token is refused)."""
+    """Add remote NAME at URL (a URL holding a password or token is refused).
+
+    \b
+    Examples:
+      ctx remote add origin ../sessions.git          # a path is stored absolute
+      ctx remote add team ssh://git@host/team/s.git  # ssh agent or key files
+      CTX_GIT_TOKEN=... ctx push gh                  # https: the token stays in the env
+    """
     from ctxstore.gitbridge.remotes import add_remote
 
     stored = add_remote(state.repo, name, url)
@@ -69,7 +76,13 @@ def remote_add(state, name, url) -> None:
 @click.pass_obj
 def remote_remove(state, name) -> None:
     """Remove remote NAME and its remote-tracking refs (one operation: `ctx undo` restores the
-    refs, not the config entry)."""
+    refs, not the config entry).
+
+    \b
+    Examples:
+      ctx remote remove backup
+      ctx branch -r                  # backup/... is gone
+    """
     from ctxstore.gitbridge.remotes import remove_remote
 
     removed = remove_remote(state.repo, name)
@@ -262,7 +275,7 @@ def clone_cmd(state, url, directory, as_json, show_progress) -> None:
       ctx clone ssh://git@host/team/s.git work  # into ./work
     """
     from ctxstore.gitbridge.fetch import clone
-    from ctxstore.repo.transaction import command_line
+    from ctxstore.repo.repository import command_line
 
     with Progress(show_progress) as progress:
         repo, result = clone(url, directory, progress=progress,
