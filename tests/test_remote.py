@@ -241,7 +241,7 @@ def test_remote_add_remove_and_bad_input(tmp_path):
     a("remote", "add", "backup", str(tmp_path / "nowhere.git"))
     assert "already exists" in a.fails(10, "remote", "add", "backup", "x")
     assert "unsupported URL scheme" in a.fails(10, "remote", "add", "x", "ftp://host/r")
-    err = a.fails(18, "push", "backup")
+    err = a.fails(19, "push", "backup")
     assert "nowhere.git" in err
     assert "no remote 'nope'" in a.fails(3, "push", "nope")
     a("remote", "remove", "backup")
@@ -335,6 +335,41 @@ def test_push_after_lost_tracking_refs_is_still_a_fast_forward(tmp_path):
 def test_fetch_from_a_path_that_is_no_repository(tmp_path):
     a = Machine(tmp_path / "a")
     a("remote", "add", "origin", str(tmp_path / "missing.git"))
-    assert "not a git repository" in a.fails(18, "fetch")
+    assert "not a git repository" in a.fails(19, "fetch")
     res = CliRunner().invoke(cli, ["clone", str(tmp_path / "missing.git"), str(tmp_path / "c")])
-    assert res.exit_code == 18 and not (tmp_path / "c").exists()
+    assert res.exit_code == 19 and not (tmp_path / "c").exists()
+
+
+def test_workspace_snapshots_travel_with_push_and_fetch(tmp_path):
+    """Issue 15 item 3's snapshots: their content is linked from the snapshot event, so the
+    ordinary walk carries it; a clone restores the files on the other machine, and a second
+    snapshot after one changed file sends only that file's blob and the trees on its path."""
+    remote = bare(tmp_path / "r.git")
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("print('v1')\n")
+    (project / "data.bin").write_bytes(bytes(range(256)) * 64)
+    (project / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (project / "run.sh").chmod(0o755)
+    for i in range(30):
+        (project / "src" / f"mod{i}.py").write_text(f"X = {i}\n" * 50)
+    a = Machine(tmp_path / "a")
+    a("snapshot", str(project))
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    (project / "src" / "app.py").write_text("print('v2')\n")
+    a("snapshot", str(project))
+    second = a.json("push")["refs"][0]
+    assert second["action"] == "fast-forward"
+    assert second["objects"] <= 8  # event, workspace object, one blob, two trees (and kin)
+    fsck_strict(remote)
+
+    b = clone(tmp_path, remote)
+    b("fsck", "--full")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    b("restore", "HEAD", "--root", str(elsewhere))
+    assert (elsewhere / "src" / "app.py").read_text() == "print('v2')\n"
+    assert (elsewhere / "data.bin").read_bytes() == bytes(range(256)) * 64
+    assert (elsewhere / "run.sh").stat().st_mode & 0o111
+    assert (elsewhere / "src" / "mod29.py").read_text() == "X = 29\n" * 50

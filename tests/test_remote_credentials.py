@@ -62,12 +62,12 @@ def test_token_from_env_is_sent_but_never_written(tmp_path, monkeypatch, refusin
     a("remote", "add", "origin", refusing_server)
     outputs = []
     for args in (("push",), ("fetch",), ("pull",)):
-        res = a(*args, code=18)
+        res = a(*args, code=19)
         outputs.append(res.stdout + res.stderr)
         assert "authentication failed" in res.stderr
         assert "token from $CTX_GIT_TOKEN" in res.stderr
     res = CliRunner().invoke(cli, ["clone", refusing_server, str(tmp_path / "c")])
-    assert res.exit_code == 18 and not (tmp_path / "c").exists()
+    assert res.exit_code == 19 and not (tmp_path / "c").exists()
     outputs.append(res.output)
     # the token really was offered to the server...
     expected = base64.b64encode(f"x-access-token:{SECRET}".encode()).decode()

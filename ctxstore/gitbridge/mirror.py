@@ -192,6 +192,48 @@ def loose_path(repo_git, oid) -> Path | None:
     return path if path.is_file() else None
 
 
+#: How far back, and up to what blob size, a push reads the remote's packs for known ids.
+KNOWN_COMMITS = 16
+KNOWN_MAX_BYTES = 2 << 20
+
+
+def known_ids(repo, mirror, commits: list) -> set[str]:
+    """Ids of the records of the packs in `commits` and their ancestors, newest first, at most
+    KNOWN_COMMITS commits and skipping packs above KNOWN_MAX_BYTES (reading only record
+    headers): objects the remote surely holds, which a push need not send again."""
+    from ..transfer.packfile import read_pack
+
+    out: set[str] = set()
+    queue, seen = list(commits), set()
+    while queue and len(seen) < KNOWN_COMMITS:
+        oid = queue.pop(0)
+        if str(oid) in seen:
+            continue
+        seen.add(str(oid))
+        commit = mirror.get(oid)
+        if commit is None or PACK not in commit.tree:
+            continue
+        queue.extend(commit.parent_ids)
+        blob_id = commit.tree[PACK].id
+        if mirror.odb.read_header(blob_id)[1] > KNOWN_MAX_BYTES:
+            continue
+        path = tmp_path(repo, "known.ctxpack")
+        try:
+            pack_blob_to_file(mirror, oid, path)
+            try:
+                pack = read_pack(path)
+            except BadPack:
+                continue  # a hint only: the import verifies what really arrives
+            try:
+                out.update(r.id for r in pack.records)
+            finally:
+                pack.close()
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+    return out
+
+
 def git_refs(mirror, prefix: str) -> dict[str, str]:
     """{name below prefix: commit hex} of the mirror's refs under prefix."""
     out = {}

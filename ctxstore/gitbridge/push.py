@@ -180,7 +180,8 @@ def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
         base = mir.read_manifest(mirror, commit).tip
         if base in repo.store:
             bases.append(base)
-    ids = objects_to_send(repo, p.new, bases, meta)
+    known = mir.known_ids(repo, mirror, parents) if bases else set()
+    ids = objects_to_send(repo, p.new, bases, meta, known)
     if send_filter is not None:
         ids = send_filter(p.ref, p.new, ids)
     path = mir.tmp_path(repo, "push.ctxpack")

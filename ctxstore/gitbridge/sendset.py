@@ -100,9 +100,13 @@ def is_ancestor(meta: EventMeta, ancestor: str, descendant: str) -> bool:
     return False
 
 
-def objects_to_send(repo, tip: str, bases: list[str], meta: EventMeta | None = None
-                    ) -> set[str]:
-    """Every id to put in the pack for `tip` given the remote has `bases` (and all they reach)."""
+def objects_to_send(repo, tip: str, bases: list[str], meta: EventMeta | None = None,
+                    known: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    """Every id to put in the pack for `tip` given the remote has `bases` (and all they reach).
+
+    `known`: ids the remote is known to hold (the records of its recent packs): the walk does
+    not enter them, so objects new events share with old ones — a snapshot's base chain and
+    its file contents, a repeated message — are not sent again."""
     if not bases:  # the remote has nothing of this session: everything, as `ctx pack` walks
         return links.reachable(repo.store, [tip])
     meta = meta or EventMeta(repo.store)
@@ -114,18 +118,18 @@ def objects_to_send(repo, tip: str, bases: list[str], meta: EventMeta | None = N
     def stop(obj_id: str) -> bool:
         if obj_id in new:
             return False
-        if obj_id in have:
+        if obj_id in have or obj_id in known:
             return True
         if not bases:
             return False
-        known = cache.get(obj_id)
-        if known is None:
+        had = cache.get(obj_id)
+        if had is None:
             try:
                 is_event = store.type_of(obj_id) == "event"
             except ObjectNotFound:
                 is_event = False  # the walk reports it as missing
-            known = is_event and any(is_ancestor(meta, obj_id, b) for b in bases)
-            cache[obj_id] = known
-        return known
+            had = is_event and any(is_ancestor(meta, obj_id, b) for b in bases)
+            cache[obj_id] = had
+        return had
 
     return links.reachable(store, events, stop=stop)
