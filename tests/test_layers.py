@@ -17,7 +17,7 @@ LAYERS = [
     {"refs"},
     {"config", "repo"},
     {"state", "context", "trace", "compaction", "importers", "transfer", "integrations",
-     "memory", "retrieval", "workspace", "gitbridge"},
+     "memory", "retrieval", "workspace", "gitbridge", "redaction", "subagents"},
     {"maintenance"},
     {"manager"},
     {"porcelain"},
