@@ -189,11 +189,13 @@ class ContextManager:
 
     def add_artifact(self, data: bytes | str, kind: str = "tool_output", uri: str = "",
                      summary: str = "", media_type: str = "text/plain",
-                     source_event: str = "") -> str:
-        """Store content once (by hash) and an Artifact naming it; returns the artifact id."""
+                     source_event: str = "", *, sensitive: bool = False) -> str:
+        """Store content once (by hash) and an Artifact naming it; returns the artifact id.
+        A `sensitive` artifact stays out of built contexts unless the session's redaction
+        policy admits it (docs/redaction.md)."""
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         content, size = put_artifact_content(self.store, raw)  # chunked above the threshold
-        art = Artifact(kind, content, size, uri, summary, media_type, source_event)
+        art = Artifact(kind, content, size, uri, summary, media_type, source_event, sensitive)
         return self.store.store.put_object(art)
 
     def record_tool_result(self, tool_call_id: str, output: str | bytes, *, is_error: bool = False,
@@ -428,6 +430,28 @@ class ContextManager:
         return restore(self.store, self.resolve(rev), tuple(paths), root=root, dry_run=dry_run,
                        force=force, ref=self.ref, label=rev or self.branch,
                        command="api: ContextManager.restore_workspace")
+
+    # -- subagents (seed §9: subagents isolate context) -------------------------------------------
+    def spawn(self, task: str, *, pass_artifacts: Sequence[str] = (),
+              pass_memories: Sequence[str] = (), title: str = "") -> ContextManager:
+        """Open a child session linked to this branch that holds only the task and what is
+        passed; returns a manager bound to it. Its `finish(...)` reports back here."""
+        from .subagents.runtime import spawn
+
+        sid, _ = spawn(self.store, self.session, self.ref, task, pass_artifacts=pass_artifacts,
+                       pass_memories=pass_memories, title=title)
+        return ContextManager(self.store, sid, DEFAULT_BRANCH, tokenizer=self.tokenizer)
+
+    def finish(self, summary: str, evidence_refs: Sequence[str] = (),
+               artifacts: Sequence[str] = (), risks: Sequence[str] | str = (),
+               next_steps: Sequence[str] | str = ()) -> dict[str, str]:
+        """End this subagent: a checked result event on the parent branch (refused without
+        a summary and next steps). The parent's context shows the result and its refs, never
+        this session's events. Returns {"finished", "result", "parent_ref"}."""
+        from .subagents.runtime import finish
+
+        return finish(self.store, self.session, self.ref, summary, evidence_refs=evidence_refs,
+                      artifacts=artifacts, risks=risks, next_steps=next_steps)
 
     def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):
         """Compaction with provenance, checked before it counts (ctxstore.compaction)."""

@@ -22,6 +22,7 @@ from .builder import build_context
 from .bundle import ContextBundle
 from .candidates import RECENT_TURNS, candidates_from_history
 from .segments import Segment
+from .subagent_view import link_imported, subagent_segments
 from .tokenizer import Tokenizer
 
 #: How far back the context builder looks for history (events) when no compaction bounds it.
@@ -38,6 +39,7 @@ class ContextCompiler:
         self.repo = repo
         self.projector = projector
         self.tokenizer = tokenizer
+        self._guard = None  # redaction_step.BuildGuard, made on first compile
 
     def history(self, tip: str, *, limit: int = MAX_HISTORY_EVENTS,
                 token_budget: int | None = None
@@ -85,9 +87,17 @@ class ContextCompiler:
             summary_sources=(comp_event, *([compaction.first_event] if compaction else []))
             if compaction else (), tokenizer=self.tokenizer)
         cands.extend(self._merge_segments(hist))
+        cands.extend(subagent_segments(self.repo, hist))
         cands.extend(extra)
         if retriever is not None:
             cands.extend(retriever(state, hist))
+        session = state.session or self.repo.session_of_event(tip)
+        cands = link_imported(self.repo, session, state, cands)
+        if self._guard is None:
+            from .redaction_step import BuildGuard
+
+            self._guard = BuildGuard(self.repo)
+        cands = self._guard.guard(session, state, hist, cands)  # last: nothing escapes it
         return build_context(state, cands, budget, self.tokenizer, eviction_order, reserved,
                              truncate_system=truncate_system)
 

@@ -21,15 +21,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from .purge import purge, scan
     from .rewrite import OverlayStore, Rewriter, RewriteReport
     from .sensitivity import is_sensitive
-    from .views import RedactedView, export_redacted, policy_for_refs, redacted_view
+    from .views import RedactedView, policy_for_refs, redacted_view
 
 _NAMES = {
     "Redactor": ".detect", "detect_secrets_available": ".detect",
     "DEFAULT_DETECTORS": ".policy", "RedactionPolicy": ".policy", "choose": ".policy",
     "policy_for": ".policy", "purge": ".purge", "scan": ".purge", "OverlayStore": ".rewrite",
     "Rewriter": ".rewrite", "RewriteReport": ".rewrite", "is_sensitive": ".sensitivity",
-    "RedactedView": ".views", "export_redacted": ".views", "policy_for_refs": ".views",
+    "RedactedView": ".views", "policy_for_refs": ".views",
     "redacted_view": ".views",
 }
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _NAMES)
-__all__ = sorted(_NAMES)
+__all__ = [
+    "DEFAULT_DETECTORS", "OverlayStore", "RedactedView", "RedactionPolicy", "Redactor",
+    "RewriteReport", "Rewriter", "choose", "detect_secrets_available", "is_sensitive",
+    "policy_for", "policy_for_refs", "purge", "redacted_view", "scan",
+]

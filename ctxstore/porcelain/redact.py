@@ -1,0 +1,98 @@
+"""Redaction on request, for the CLI: `ctx export --redact`, `ctx pack --redact`,
+`ctx redact [--purge]`. The machinery is ctxstore.redaction; this is where it meets the
+importers' exporters and the pack writer (which ctxstore.redaction must not import)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from ..redaction.detect import Redactor
+from ..redaction.policy import policy_for
+from ..redaction.rewrite import RewriteReport
+from ..redaction.views import policy_for_refs, redacted_view
+from ..repo import Repository
+
+
+def export_redacted(repo: Repository, rev: str, format: str, out: TextIO) -> dict[str, Any]:
+    """`ctx export --redact`: like export_session, with every secret replaced.
+
+    jsonl: the session is rewritten (new ids where something was redacted) and the redacted
+    copy exported, so it re-imports to the redacted ids. Source formats: each original line is
+    parsed and its string values redacted (the provider's own ids are data, not links)."""
+    from ..importers.export import export_session, resolve_target
+
+    sid, tips = resolve_target(repo, rev)
+    if format == "jsonl":
+        from ..importers import neutral
+
+        refs = {f"refs/sessions/{sid}/{b}": t for b, t in repo.branches(sid).items()}
+        policy = policy_for_refs(repo, refs)
+        extra = {f"refs/ctx-export/{i}": t for i, t in enumerate(tips)}
+        view = redacted_view(repo, {**refs, **extra}, policy)
+        new_sid = view.mapping.get(sid, sid)
+        n = neutral.export(view.repository(), new_sid, [view.mapping[t] for t in tips], out)
+        return {"session": new_sid, "format": format, "lines": n,
+                "redaction": view.report.to_dict()}
+    redactor = Redactor(policy_for(repo, sid))
+    sink = _RedactingLines(out, redactor)
+    res = export_session(repo, rev, format, sink)
+    sink.close()
+    report = RewriteReport(engines=redactor.engines)
+    report.objects = sink.lines
+    report.bytes_scanned = sink.bytes
+    report.add("line", tuple(sink.fired))
+    return {**res, "redaction": report.to_dict()}
+
+
+class _RedactingLines:
+    """A text sink that redacts each complete JSON line written to it."""
+
+    def __init__(self, out: TextIO, redactor: Redactor) -> None:
+        self.out = out
+        self.redactor = redactor
+        self.buf = ""
+        self.fired: list[str] = []
+        self.lines = 0
+        self.bytes = 0
+
+    def write(self, text: str) -> int:
+        self.buf += text
+        while "\n" in self.buf:
+            line, self.buf = self.buf.split("\n", 1)
+            self._line(line)
+            self.out.write("\n")
+        return len(text)
+
+    def close(self) -> None:
+        if self.buf:
+            self._line(self.buf)
+            self.buf = ""
+
+    def _line(self, line: str) -> None:
+        self.lines += 1
+        self.bytes += len(line)
+        try:
+            value = json.loads(line)
+        except ValueError:  # not JSON (cannot happen for our exporters): redact as text
+            new, fired = self.redactor.redact(line)
+            self.fired.extend(fired)
+            self.out.write(new)
+            return
+        new_value = _redact_json(value, self.redactor, self.fired)
+        if new_value == value:
+            self.out.write(line)
+        else:
+            self.out.write(json.dumps(new_value, ensure_ascii=False, separators=(",", ":")))
+
+
+def _redact_json(v: Any, redactor: Redactor, fired: list[str]) -> Any:
+    if isinstance(v, str):
+        new, hits = redactor.redact(v)
+        fired.extend(hits)
+        return new
+    if isinstance(v, dict):
+        return {k: _redact_json(x, redactor, fired) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_redact_json(x, redactor, fired) for x in v]
+    return v
