@@ -222,7 +222,8 @@ def stats_cmd(state, rev, as_json) -> None:
         click.echo(f"  {model:<28} {m['input_tokens']:>12,} in {m['output_tokens']:>10,} out"
                    + (f"  ${m['cost_usd']:.4f}" if m.get("cost_usd") is not None else ""))
     click.echo(f"Tools: {tools['tool_call_count']} calls, {tools['failed_tool_call_count']} failed, "
-               f"{tools['approval_requested_count']} approvals asked, {tools['approval_denied_count']} denied")
+               f"{tools['approval_requested_count']} approvals asked, "
+               f"{tools['approval_granted_count']} granted, {tools['approval_denied_count']} denied")
     click.echo(f"Compactions: {comp['compaction_count']}"
                + (f" (last {comp['tokens_before_last']:,} -> {comp['tokens_after_last']:,} tokens)"
                   if comp["tokens_before_last"] else ""))

@@ -69,8 +69,11 @@ def trace(state: AgentState, events: Iterable[tuple[str, Event]]) -> dict[str, A
     }
 
 
-def stats(events: Iterable[tuple[str, Event]], context_window: int = 0) -> dict[str, Any]:
-    """The seed's AgentStats from a branch's history, oldest first."""
+def stats(events: Iterable[tuple[str, Event]], context_window: int = 0,
+          state: AgentState | None = None) -> dict[str, Any]:
+    """The seed's AgentStats from a branch's history, oldest first. With the STATE projected
+    at its end, the approval counts are the state's (Approval* events and the harnesses'
+    refusal signals in tool results); without, Approval* events only."""
     s: dict[str, Any] = {
         "events": 0, "by_type": {},
         "token_usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
@@ -79,7 +82,8 @@ def stats(events: Iterable[tuple[str, Event]], context_window: int = 0) -> dict[
         "compression": {"compaction_count": 0, "tokens_before_last": None,
                         "tokens_after_last": None, "ratio": None},
         "tools": {"tool_call_count": 0, "failed_tool_call_count": 0,
-                  "approval_requested_count": 0, "approval_denied_count": 0},
+                  "approval_requested_count": 0, "approval_granted_count": 0,
+                  "approval_denied_count": 0},
         "context_builds": 0,
     }
     tu, tools, comp = s["token_usage"], s["tools"], s["compression"]
@@ -96,6 +100,8 @@ def stats(events: Iterable[tuple[str, Event]], context_window: int = 0) -> dict[
             tools["failed_tool_call_count"] += 1
         elif ev.type == "ApprovalRequested":
             tools["approval_requested_count"] += 1
+        elif ev.type == "ApprovalGranted":
+            tools["approval_granted_count"] += 1
         elif ev.type == "ApprovalDenied":
             tools["approval_denied_count"] += 1
         elif ev.type == "ContextBuilt":
@@ -108,6 +114,11 @@ def stats(events: Iterable[tuple[str, Event]], context_window: int = 0) -> dict[
                 comp["tokens_before_last"], comp["tokens_after_last"] = before, after
                 comp["ratio"] = round(after / before, 4) if after is not None else None
     tu.update(tokens.totals())
+    if state is not None:
+        ap = state.approvals
+        tools["approval_requested_count"] = ap["requested"]
+        tools["approval_granted_count"] = ap["granted"]
+        tools["approval_denied_count"] = ap["denied"]
     return s
 
 

@@ -27,14 +27,15 @@ def test_every_fold_advances_version_and_source_event():
 def test_registry_covers_the_stateful_core_types():
     assert {"SessionStarted", "UserPromptSubmitted", "StateUpdated", "FileRead", "FileWritten",
             "DiffApplied", "ToolCallRequested", "ToolCallStarted", "ToolCallFinished",
-            "ToolCallFailed", "ApprovalDenied", "VerifierFinished",
+            "ToolCallFailed", "ApprovalRequested", "ApprovalGranted", "ApprovalDenied",
+            "VerifierFinished",
             "CompactionCompleted"} <= set(FOLDS)
     with pytest.raises(TypeError):
         FOLDS["X"] = None  # type: ignore[index]
 
 
 @pytest.mark.parametrize("t", ["ContextBuilt", "ModelRequestStarted", "ModelResponseReceived",
-                               "ApprovalRequested", "ApprovalGranted", "MemoryWritten",
+                               "MemoryWritten",
                                "claude-code:queue-operation", "CompactionStarted"])
 def test_types_without_fold_change_nothing_else(t):
     base = run(ev("SessionStarted", {"goal": "g"}))

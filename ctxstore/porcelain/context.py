@@ -107,7 +107,7 @@ def stats(repo: Repository, rev: str | None = None) -> dict[str, Any]:
     window = int(repo.session(sid).config.get("context_window", 0))
     from ..trace import stats as stats_of
 
-    return stats_of(_first_parent_history(repo, eid), window)
+    return stats_of(_first_parent_history(repo, eid), window, state=Projector(repo).project(eid))
 
 
 def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 from ..objects.event import Event
 from ..objects.frozen import EMPTY, FrozenMap, freeze
 from ..objects.message import ToolCallBlock, ToolResultBlock
-from .model import AgentState, evolve
+from .model import AgentState, evolve, note_approval
 from .prompts import COMMAND, PROMPT, classify_prompt
 from .tools import DENIED, OK, Effect, call_effects, default_outcome, is_ambiguous, tool_spec
 
@@ -301,4 +301,11 @@ def _note_failure(state: AgentState, eid: str, event: Event, tcid: str, name: st
         if targets:
             entry["targets"] = targets
         errors = errors + (freeze(entry),)
-    return evolve(state, errors=errors)
+    state = evolve(state, errors=errors)
+    if outcome == DENIED and not any(e["status"] == "denied" and e["tool_call_id"] == tcid
+                                     for e in state.approvals["log"] if tcid):
+        # the harness's own refusal signal (e.g. Claude Code's "doesn't want to proceed"):
+        # an approval the user denied, unless an ApprovalDenied event already said so
+        state = note_approval(state, eid, DENIED, tcid, name, _cut(" ".join(text.split()), 200),
+                              "tool_result")
+    return state

@@ -2,7 +2,7 @@
 
 Events all share one class, so the registry dispatches on `event.type` (a string) the way
 `functools.singledispatch` dispatches on a class. Types without a fold function (custom
-namespaced types, ContextBuilt, approvals that grant, ...) leave the state unchanged except for
+namespaced types, ContextBuilt, ...) leave the state unchanged except for
 `version` and `source_event`, which every fold advances. Because each fold is pure and only
 depends on (state, event), projecting from scratch and resuming from any snapshot agree.
 
@@ -21,7 +21,7 @@ from ..objects.message import Message
 from . import calls
 from .effects import hooks as _effect_hooks
 from .effects import prompt_fold
-from .model import PLAN_STATUSES, AgentState, evolve
+from .model import PLAN_STATUSES, AgentState, evolve, note_approval
 
 MessageLookup = Callable[[str], "Message | None"]
 FoldFn = Callable[[AgentState, str, Event, MessageLookup], AgentState]
@@ -332,13 +332,22 @@ def _tool_failed(state: AgentState, eid: str, event: Event, messages) -> AgentSt
     return _note_artifact(state, event, error)
 
 
-@folds("ApprovalDenied")
-def _approval_denied(state: AgentState, eid: str, event: Event, messages) -> AgentState:
-    """A denial is recorded as an error; the call stays pending until its Failed event."""
+@folds("ApprovalRequested", "ApprovalGranted", "ApprovalDenied")
+def _approval(state: AgentState, eid: str, event: Event, messages) -> AgentState:
+    """Requests, grants and denials land in `approvals` (a decision closes the newest open
+    request of the same approval id or tool call); a denial is also an error entry — the call
+    stays pending until its Failed event."""
     tcid = _tool_call_id(event)
     call = state.pending_tool_calls.get(tcid) if tcid else None
     reason = _str(event.payload.get("reason"))
-    entry = FrozenMap({"tool_call_id": tcid, "name": call["name"] if call else "",
+    name = _str(event.payload.get("name")) or (call["name"] if call else "")
+    status = {"ApprovalRequested": "requested", "ApprovalGranted": "granted"}.get(event.type,
+                                                                                  "denied")
+    state = note_approval(state, eid, status, tcid, name, reason, "event",
+                          _str(event.payload.get("approval_id")))
+    if status != "denied":
+        return state
+    entry = FrozenMap({"tool_call_id": tcid, "name": name,
                        "error": "approval denied" + (f": {reason}" if reason else ""),
                        "event": eid, "retried": False})
     return evolve(state, errors=state.errors + (entry,))

@@ -16,7 +16,7 @@ from typing import Any
 from ..objects.frozen import EMPTY, FrozenMap, freeze, thaw
 
 #: Bumped when the shape of `to_dict()` changes; a snapshot of another format is not reused.
-STATE_FORMAT = 3
+STATE_FORMAT = 4
 
 PLAN_STATUSES = ("planning", "executing", "blocked", "verifying", "done")
 
@@ -26,6 +26,7 @@ EMPTY_CONSTRAINTS = FrozenMap({"hard": (), "soft": (), "preferences": ()})
 EMPTY_FILES = FrozenMap({"read": (), "modified": ()})
 EMPTY_TOOL_CALLS = FrozenMap({"pending": EMPTY, "abandoned": EMPTY, "stopped": "",
                               "completed": 0, "failed": 0})
+EMPTY_APPROVALS = FrozenMap({"requested": 0, "granted": 0, "denied": 0, "log": ()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,9 @@ class AgentState:
       session_info name); "" if none
     - subagents: ({tool_call_id, name, description, status, event}, ...) one per spawning call
       (Task/Agent, spawn_agent); status running, then done / error / denied with its result
+    - approvals: {requested, granted, denied, log: ({approval_id, tool_call_id, name, status,
+      reason, event, source}, ...)}; status requested / granted / denied; source "event"
+      (Approval* events) or "tool_result" (a harness's result saying the user refused the call)
     - tool_effects: {tool_call_id: {name, effects}} for calls still waiting for their result
       whose effects (state/tools.py) apply only once the result says they succeeded
     """
@@ -77,6 +81,7 @@ class AgentState:
     title: str = ""
     subagents: tuple = ()
     tool_effects: FrozenMap = EMPTY
+    approvals: FrozenMap = EMPTY_APPROVALS
 
     def __post_init__(self):
         for f in fields(self):
@@ -139,7 +144,7 @@ def _with_defaults(state: AgentState) -> AgentState:
     patch = {}
     for name, default in (("goal", EMPTY_GOAL), ("plan", EMPTY_PLAN),
                           ("constraints", EMPTY_CONSTRAINTS), ("files", EMPTY_FILES),
-                          ("tool_calls", EMPTY_TOOL_CALLS)):
+                          ("tool_calls", EMPTY_TOOL_CALLS), ("approvals", EMPTY_APPROVALS)):
         cur = getattr(state, name)
         if cur is not default and set(cur) != set(default):
             patch[name] = FrozenMap({**default, **cur})
@@ -159,3 +164,35 @@ def state_from_snapshot(value: dict[str, Any]) -> AgentState | None:
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
         return None
     return AgentState.from_dict(data)
+
+
+def note_approval(state: AgentState, eid: str, status: str, tool_call_id: str = "",
+                  name: str = "", reason: str = "", source: str = "event",
+                  approval_id: str = "") -> AgentState:
+    """The state with one approval step recorded: a request opens an entry; a grant or denial
+    closes the newest open request with the same approval id (else tool call id), or is
+    recorded on its own when nothing asked (a harness that logs only the refusal)."""
+    ap = state.approvals
+    key = approval_id or tool_call_id
+    log = list(ap["log"])
+    if status != "requested" and key:
+        for i in range(len(log) - 1, -1, -1):
+            e = log[i]
+            if e["status"] == "requested" and (e["approval_id"] or e["tool_call_id"]) == key:
+                log[i] = FrozenMap({**e, "status": status, "reason": reason or e["reason"],
+                                    "decided_by": eid})
+                break
+        else:
+            log.append(_approval_entry(eid, status, tool_call_id, name, reason, source,
+                                       approval_id))
+    else:
+        log.append(_approval_entry(eid, status, tool_call_id, name, reason, source, approval_id))
+    counts = {"requested": ap["requested"], "granted": ap["granted"], "denied": ap["denied"]}
+    counts[status] = counts.get(status, 0) + 1
+    return evolve(state, approvals=FrozenMap({**counts, "log": tuple(log)}))
+
+
+def _approval_entry(eid: str, status: str, tool_call_id: str, name: str, reason: str,
+                    source: str, approval_id: str) -> FrozenMap:
+    return FrozenMap({"approval_id": approval_id, "tool_call_id": tool_call_id, "name": name,
+                      "status": status, "reason": reason, "event": eid, "source": source})
