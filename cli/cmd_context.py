@@ -135,10 +135,17 @@ def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncat
     click.echo(style("By kind:", bold=True))
     for kind, u in sorted(usage.get("by_kind", {}).items(), key=lambda kv: -kv[1].get("kept", 0)):
         click.echo(f"  {kind:<18} {u.get('kept', 0):>8,} kept  {u.get('dropped', 0):>8,} dropped")
+    if bundle.redactions:
+        n = sum(sum(r["redactions"].values()) for r in bundle.redactions)
+        w = sum(1 for r in bundle.redactions if r["withheld"])
+        click.echo(f"Redaction: {n} secret(s) replaced, {w} sensitive segment(s) withheld"
+                   f"{'; --explain names each' if not explain else ''}")
     dropped = bundle.dropped
     if dropped:
         click.echo(f"{len(dropped)} segment(s) dropped; --explain says why.")
     if explain:
+        from ctxstore.context.bundle import redaction_notes
+
         click.echo(style("Segments (model order):", bold=True))
         for s in bundle.segments:
             mark = style("+", fg="green") if s.kept else style("-", fg="red")
@@ -150,6 +157,8 @@ def context_cmd(state, rev, budget, fmt, system_prompt, explain, record, truncat
             if got:
                 click.echo(f"      retrieved: {got['kind']} {short(got['id'])} score {got['score']}"
                            + (f" ({got['scope']} scope)" if got.get("scope") else ""))
+            for note in redaction_notes(s):
+                click.echo(f"      {style(note, fg='yellow')}")
         if report is not None:
             click.echo(style("Retrieval:", bold=True) + f" query {one_line(report.query, 70)!r}; "
                        f"index {report.index}; {len(report.offered)} offered, "

@@ -115,25 +115,37 @@ def _default_paths(fmt: str | None, quiet: bool) -> list[str]:
                    "jsonl: ctxstore's neutral JSONL (re-imports to identical ids).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write here instead of stdout.")
+@click.option("--redact/--no-redact", "redact", default=None,
+              help="Replace secrets in what is written (default: the redaction policy's "
+                   "on_export, off unless set); the store is not changed.")
 @click.pass_obj
-def export_cmd(state, rev: str, fmt: str, output: str | None) -> None:
+def export_cmd(state, rev: str, fmt: str, output: str | None, redact: bool | None) -> None:
     """Write a session (REV may be a session id: every branch) or one history as JSONL.
 
     \b
     Examples:
       ctx export 5cedc1c4 --format claude-code -o session.jsonl   # the original lines
       ctx export HEAD --format jsonl > history.jsonl              # re-imports to equal ids
+      ctx export HEAD --format jsonl --redact > shareable.jsonl   # secrets replaced
     """
+    from ctxstore.porcelain import redact as pr
+
+    export = export_session
+    if pr.export_wants_redaction(state.repo, rev, redact):
+        export = pr.export_redacted
     if output:
-        res = _export_to_file(state.repo, rev, fmt, output)
+        res = _export_to_file(state.repo, rev, fmt, output, export)
         click.echo(f"wrote {res['lines']} line(s) of session {short(res['session'])} to {output}",
                    err=True)
     else:
-        export_session(state.repo, rev, fmt, sys.stdout)
+        res = export(state.repo, rev, fmt, sys.stdout)
+    if "redaction" in res:
+        for line in pr.describe(res["redaction"]):
+            click.echo(line, err=True)
 
 
-def _export_to_file(repo, rev: str, fmt: str, output: str) -> dict:
+def _export_to_file(repo, rev: str, fmt: str, output: str, export=export_session) -> dict:
     """Export through userfiles.replace_user_file: OUTPUT is replaced only when the export
     succeeded, so a failed export leaves an existing OUTPUT as it was."""
     with replace_user_file(output, "w", encoding="utf-8", newline="\n") as out:
-        return export_session(repo, rev, fmt, out)
+        return export(repo, rev, fmt, out)

@@ -73,10 +73,13 @@ def _mb(n: int) -> str:
               metavar="FILE", help="Check a pack (trailer, every object's id, links); import nothing.")
 @click.option("--list", "list_file", type=click.Path(dir_okay=False),
               metavar="FILE", help="Show a pack's header and objects; import nothing.")
+@click.option("--redact/--no-redact", "redact", default=None,
+              help="Pack a copy with secrets replaced (new ids where something was redacted; "
+                   "default: the redaction policy's on_pack, off unless set).")
 @click.option("--json", "as_json", is_flag=True)
 @progress_option
 @click.pass_obj
-def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, as_json,
+def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, redact, as_json,
              show_progress) -> None:
     """Write the named branches or sessions (default: HEAD's session), and everything they
     reach, to one self-describing, checksummed FILE; or inspect one with --verify / --list.
@@ -89,6 +92,7 @@ def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, as_json,
       ctx pack --all -o store.ctxpack
       ctx pack main --since main~100 -o new.ctxpack   # thin: only what is newer
       ctx pack --verify session.ctxpack
+      ctx pack --redact -o shareable.ctxpack      # secrets replaced in the copy
     """
     if verify_file or list_file:
         if out or revs or all_refs or since:
@@ -123,12 +127,23 @@ def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, as_json,
         return
     if not out:
         raise click.UsageError("pack needs -o FILE (or --verify FILE / --list FILE)")
+    from ctxstore.porcelain import redact as pr
+
+    report = None
     with Progress(show_progress) as bar:
-        summary = pt.pack(state.repo, out, list(revs), all_refs=all_refs, since=since,
-                          progress=bar)
+        if pr.wants_redaction(state.repo, pt.select_refs(state.repo, list(revs), all_refs),
+                              "pack", redact):
+            summary, report = pr.pack_redacted(state.repo, out, list(revs), all_refs=all_refs,
+                                               since=since, progress=bar)
+        else:
+            summary = pt.pack(state.repo, out, list(revs), all_refs=all_refs, since=since,
+                              progress=bar)
     if as_json:
-        emit_json(summary.__dict__)
+        emit_json({**summary.__dict__, **({"redaction": report} if report else {})})
         return
+    if report is not None:
+        for line in pr.describe(report):
+            click.echo(line)
     thin = f", thin against {short(summary.prerequisites[0])}" if summary.prerequisites else ""
     click.echo(f"Wrote {out}: {summary.objects} objects, {len(summary.refs)} refs, "
                f"{_mb(summary.bytes)} ({_mb(summary.raw_bytes)} raw){thin}")

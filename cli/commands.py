@@ -114,6 +114,8 @@ COMMANDS: dict[str, Entry] = {
                                               " full ref names such as HEAD or "
                                               "refs/sessions/SESSION/BRANCH), so gc can remove "
                                               "what only they kept alive.", hidden=True),
+    "redact": Entry("cmd_redact", "Report the secrets in REV's session (default: HEAD's) by "
+                                  "detector, or rewrite its history without them with --purge."),
     "op": Entry("cmd_op", "The operation log: every command that moved refs is one operation, "
                           "newest first."),
     "undo": Entry("cmd_op", "Revert the newest operation's ref moves, as a new operation: run it "

@@ -18,6 +18,19 @@ from .segments import Segment
 BUNDLE_FORMAT = 1
 
 
+def redaction_notes(s: Segment) -> list[str]:
+    """What the redaction step did to a segment, in words (data set by redaction_step)."""
+    out = []
+    red = s.data.get("redactions")
+    if red:
+        out.append("redacted: " + ", ".join(f"{n} x {d}" for d, n in red.items())
+                   + " (secrets replaced by [REDACTED:<type>])")
+    for key in ("withheld", "admitted"):
+        if s.data.get(key):
+            out.append(f"{key}: {s.data[key]}")
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class ContextBundle:
     segments: tuple[Segment, ...]
@@ -49,9 +62,22 @@ class ContextBundle:
         return tuple(s for s in self.segments if not s.kept)
 
     def explain(self) -> list[str]:
-        """One line per segment, for `ctx context` / `/context`."""
-        return [f"{'+' if s.kept else '-'} {s.tier_name} {s.kind:<17} {s.tokens:>7}  {s.reason}"
-                for s in self.segments]
+        """One line per segment, for `ctx context` / `/context` (plus one per redaction)."""
+        out = []
+        for s in self.segments:
+            out.append(f"{'+' if s.kept else '-'} {s.tier_name} {s.kind:<17} {s.tokens:>7}  {s.reason}")
+            out.extend(f"      {note}" for note in redaction_notes(s))
+        return out
+
+    @property
+    def redactions(self) -> tuple[dict[str, Any], ...]:
+        """Every redaction and withheld segment: {kind, sources, redactions: {detector: n},
+        withheld, admitted} — the detector and the segment, never the secret."""
+        return tuple({"kind": s.kind, "sources": list(s.sources),
+                      "redactions": thaw(s.data.get("redactions", {})),
+                      "withheld": s.data.get("withheld", ""), "admitted": s.data.get("admitted", "")}
+                     for s in self.segments
+                     if s.data.get("redactions") or s.data.get("withheld") or s.data.get("admitted"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": BUNDLE_FORMAT, "segments": [s.to_dict() for s in self.segments],

@@ -111,14 +111,15 @@ def _withhold(seg: Segment) -> Segment:
 
 
 def _redact(seg: Segment, redactor: Redactor) -> tuple[Segment, list[str]]:
-    fired: list[str] = []
-    text, hits = redactor.redact(seg.text) if seg.text else (seg.text, ())
-    fired.extend(hits)
-    before = len(fired)
-    msgs = tuple(_value(m, redactor, fired) for m in seg.messages) if seg.messages else ()
-    if not fired:
-        return seg, fired
-    return replace(seg, text=text, messages=msgs if len(fired) > before else seg.messages), fired
+    """Redact the text and the messages; a conversation segment's text is its messages
+    rendered, so its secrets are counted once (from the messages)."""
+    text, in_text = redactor.redact(seg.text) if seg.text else (seg.text, ())
+    in_msgs: list[str] = []
+    msgs = tuple(_value(m, redactor, in_msgs) for m in seg.messages) if seg.messages else ()
+    if not in_text and not in_msgs:
+        return seg, []
+    fired = in_msgs if in_msgs else list(in_text)
+    return replace(seg, text=text, messages=msgs if in_msgs else seg.messages), fired
 
 
 def _value(v: Any, redactor: Redactor, fired: list[str]) -> Any:

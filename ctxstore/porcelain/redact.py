@@ -8,7 +8,7 @@ import json
 from typing import Any, TextIO
 
 from ..redaction.detect import Redactor
-from ..redaction.policy import policy_for
+from ..redaction.policy import choose, policy_for
 from ..redaction.rewrite import RewriteReport
 from ..redaction.views import policy_for_refs, redacted_view
 from ..repo import Repository
@@ -96,3 +96,54 @@ def _redact_json(v: Any, redactor: Redactor, fired: list[str]) -> Any:
     if isinstance(v, list):
         return [_redact_json(x, redactor, fired) for x in v]
     return v
+
+
+def wants_redaction(repo: Repository, refs: dict[str, str], action: str,
+                    flag: bool | None) -> bool:
+    """--redact / --no-redact, else the policy's default for ACTION (pack, export, push)."""
+    if flag is not None:
+        return flag
+    return choose(None, policy_for_refs(repo, refs), action)
+
+
+def export_wants_redaction(repo: Repository, rev: str, flag: bool | None) -> bool:
+    if flag is not None:
+        return flag
+    from ..importers.export import resolve_target
+
+    sid, _ = resolve_target(repo, rev)
+    return choose(None, policy_for(repo, sid), "export")
+
+
+def pack_redacted(repo: Repository, out: str, revs: list[str] | None = None, *,
+                  all_refs: bool = False, since: str | None = None, progress=None):
+    """`ctx pack --redact`: the refs' history rewritten without secrets (into an overlay; the
+    store is untouched) and packed. Returns (PackSummary, redaction report)."""
+    from ..errors import Unsupported
+    from ..objects import links
+    from ..transfer import packfile
+    from .transfer import select_refs
+
+    if since:
+        raise Unsupported("--since cannot be combined with --redact: a redacted pack has new "
+                          "ids, so it cannot be thin against the store's own history")
+    refs = select_refs(repo, list(revs or ()), all_refs)
+    if progress is not None:
+        progress("redact", 0, 0)
+    view = redacted_view(repo, refs)
+    ids = links.reachable(view.store, view.refs.values())
+    wcb = None if progress is None else (lambda n: progress("write", n, len(ids)))
+    summary = packfile.write_pack(view.store, out, view.refs, ids, [], progress=wcb,
+                                  level=repo.config.get("compression_level", 3))
+    return summary, view.report.to_dict()
+
+
+def describe(report: dict[str, Any]) -> list[str]:
+    """Lines for a redaction report: counts per detector and per object type, never a secret."""
+    lines = [f"redacted {report['redactions']} secret(s) in {report['objects']} object(s) "
+             f"({report['rewritten']} rewritten; engines: {', '.join(report['engines']) or 'none'})"]
+    for d, n in report["by_detector"].items():
+        lines.append(f"  {n:>6}  {d}")
+    if report.get("binary_unscanned"):
+        lines.append(f"  {report['binary_unscanned']} binary blob(s) not scanned (not UTF-8 text)")
+    return lines
