@@ -11,15 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxstore import ContextManager
-from ctxstore import codec
+from ctxstore import ContextManager, codec
 from ctxstore.errors import InvalidInput, Unsupported
 from ctxstore.objects import links
 from ctxstore.porcelain import redact as pr
 from ctxstore.porcelain import transfer as pt
 from ctxstore.redaction import (
-    Redactor,
     RedactionPolicy,
+    Redactor,
     detect_secrets_available,
     policy_for,
     purge,
