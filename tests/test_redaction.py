@@ -387,3 +387,22 @@ def test_cli_bad_policy_is_one_clear_line(tmp_path):
     repo.close()
     err = ctx.fails(10, "pack", "--all", "-o", str(tmp_path / "x.ctxpack"))
     assert "redaction.on_pack" in err and "store config" in err
+
+
+@pytest.mark.parametrize("rule", Redactor().rules, ids=lambda r: f"{r.detector}:{r.regex.pattern[:20]}")
+def test_every_match_contains_a_needle(rule):
+    """The literal prefilter (detect.needles) may only skip strings the regex cannot match."""
+    if rule.needles is None:
+        pytest.skip("no needle: the regex always runs")
+    import re
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.from_regex(rule.regex, fullmatch=False))
+    def check(s):
+        m = rule.regex.search(s)
+        if m is None:
+            return
+        hay = m.group(0).lower() if rule.regex.flags & re.IGNORECASE else m.group(0)
+        assert any(n in hay for n in rule.needles), (s, rule.needles)
+
+    check()

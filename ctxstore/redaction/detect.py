@@ -50,6 +50,63 @@ class _Rule:
     detector: str  # "detect-secrets/AWSKeyDetector", "builtin/private-key-block", "pattern/NAME"
     label: str  # what the replacement says: [REDACTED:<label>]
     regex: re.Pattern
+    #: literals one of which every match contains (None: no such literal, always run);
+    #: lower-case when the regex ignores case
+    needles: tuple[str, ...] | None = None
+    ignore_case: bool = False
+
+
+def _rule(detector: str, label: str, regex: re.Pattern) -> _Rule:
+    return _Rule(detector, label, regex, needles(regex), bool(regex.flags & re.IGNORECASE))
+
+
+def needles(regex: re.Pattern) -> tuple[str, ...] | None:
+    """Literal strings one of which any match must contain, read off the parsed regex: the
+    longest run of literals in its top-level sequence, or a literal prefix joined with the
+    leading literals of each branch of an alternation. A substring test (memchr-fast) then
+    skips the regex for the great majority of strings, which hold none of them: Python's
+    `re` scans ~10 MB/s per pattern, and a policy has dozens. None when no literal of at
+    least 2 characters is required."""
+    import re._constants as c
+    import re._parser as sre
+
+    def flat(seq) -> list:
+        out = []
+        for op, av in seq:  # a group is matched in place: its items join the sequence
+            if op is c.SUBPATTERN:
+                out.extend(flat(av[-1].data))
+            else:
+                out.append((op, av))
+        return out
+
+    items = flat(sre.parse(regex.pattern, regex.flags).data)
+    best: tuple[str, ...] | None = None
+
+    def consider(cands: tuple[str, ...]) -> None:
+        nonlocal best
+        if cands and all(cands) and (best is None or min(map(len, cands)) > min(map(len, best))):
+            best = cands
+
+    def lead(seq) -> str:
+        out = ""
+        for op, av in seq:
+            if op is not c.LITERAL:
+                break
+            out += chr(av)
+        return out
+
+    run = ""
+    for op, av in [*items, (None, None)]:
+        if op is c.LITERAL:
+            run += chr(av)
+            continue
+        if op is c.BRANCH:
+            consider(tuple(run + lead(flat(b)) for b in av[1]))
+        consider((run,) if run else ())
+        run = ""
+    if best is None or min(map(len, best)) < 2:
+        return None
+    return tuple(n.lower() for n in best) if regex.flags & re.IGNORECASE else best
 
 
 def _detect_secrets_rules(names: Iterable[str]) -> list[_Rule]:
@@ -67,7 +124,7 @@ def _detect_secrets_rules(names: Iterable[str]) -> list[_Rule]:
             raise InvalidInput(f"detect-secrets plugin {name} is not pattern-based; ctxstore "
                                f"runs only RegexBasedDetector plugins")
         for rx in cls.denylist:
-            rules.append(_Rule(f"detect-secrets/{name}", cls.secret_type, rx))
+            rules.append(_rule(f"detect-secrets/{name}", cls.secret_type, rx))
     return rules
 
 
@@ -89,9 +146,9 @@ class Redactor:
         self.policy = policy or RedactionPolicy()
         rules: list[_Rule] = []
         if self.policy.builtin_patterns:
-            rules += [_Rule(f"builtin/{n}", label, re.compile(rx))
+            rules += [_rule(f"builtin/{n}", label, re.compile(rx))
                       for n, label, rx in BUILTIN_PATTERNS]
-        rules += [_Rule(f"pattern/{n}", n, re.compile(rx)) for n, rx in self.policy.patterns]
+        rules += [_rule(f"pattern/{n}", n, re.compile(rx)) for n, rx in self.policy.patterns]
         self.engines: tuple[str, ...] = ("builtin",) if self.policy.builtin_patterns else ()
         if self.policy.patterns:
             self.engines += ("patterns",)
@@ -109,11 +166,26 @@ class Redactor:
         if hit is not None:
             return hit
         out, fired = text, []
+        lowered = None
         for rule in self.rules:
+            if rule.needles is not None:
+                if rule.ignore_case:
+                    if lowered is None:
+                        lowered = out.lower()
+                    hay = lowered
+                else:
+                    hay = out
+                for n in rule.needles:
+                    if n in hay:
+                        break
+                else:
+                    continue
             if rule.regex.search(out) is None:
                 continue
             out, n = _replace(rule, out)
-            fired.extend([rule.detector] * n)
+            if n:
+                fired.extend([rule.detector] * n)
+                lowered = None
         result = (out, tuple(fired))
         if len(self._memo) >= self.MEMO_LIMIT:
             self._memo.clear()
