@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .bench_context import _best
 from .corpus_import import corpus_files, imported, longest
 from .table import run_and_print
 
@@ -70,15 +71,6 @@ def _store_rewrite(files: list[Path]) -> tuple[float, int, int, int]:
     t = time.perf_counter()
     view = redacted_view(repo, refs)
     return time.perf_counter() - t, view.report.bytes_scanned, events, view.report.redactions
-
-
-def _best(fn, repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def run(quick: bool = False) -> list[dict]:

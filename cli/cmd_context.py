@@ -256,9 +256,12 @@ def artifact_group() -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--kind", default="file", show_default=True)
 @click.option("--summary", default="")
+@click.option("--sensitive", is_flag=True,
+              help="Keep it out of built contexts unless the session's redaction policy "
+                   "admits sensitive material (docs/redaction.md).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def artifact_add(state, file, kind, summary, as_json) -> None:
+def artifact_add(state, file, kind, summary, sensitive, as_json) -> None:
     """Store FILE as an artifact (content stored once by hash, chunked when large) and record an
     ArtifactAdded event on the current branch; prints the artifact id.
 
@@ -266,11 +269,12 @@ def artifact_add(state, file, kind, summary, as_json) -> None:
     Examples:
       ctx artifact add build.log --kind log --summary "CI run 812"
       ctx artifact add screenshot.png --kind image --json
+      ctx artifact add customers.csv --sensitive
     """
     from ctxstore.porcelain.inputs import open_input
 
     open_input(file).close()  # missing: NotFound (3); unreadable: IOFailure (16)
-    res = pc.artifact_add(state.repo, file, kind, summary)
+    res = pc.artifact_add(state.repo, file, kind, summary, sensitive)
     if res["event"] is None:
         click.echo("ctx: warning: no branch checked out, so no event names this artifact; "
                    "gc will remove it after its grace period", err=True)

@@ -406,3 +406,15 @@ def test_every_match_contains_a_needle(rule):
         assert any(n in hay for n in rule.needles), (s, rule.needles)
 
     check()
+
+
+def test_cli_sensitive_artifact_stays_out_of_the_context(tmp_path):
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new", "--title", "t")
+    ctx("append", "UserPromptSubmitted", "--payload", '{"text": "look at the customers"}')
+    f = tmp_path / "customers.csv"
+    f.write_text("name,card\nAlice,CARD-NUMBER-4111\n")
+    ctx("artifact", "add", str(f), "--sensitive", "--summary", "customer list CARD-NUMBER-4111")
+    out = ctx("context", "--explain").stdout
+    assert "CARD-NUMBER-4111" not in out and "withheld" in out

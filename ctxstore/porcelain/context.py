@@ -116,7 +116,8 @@ def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:
     return state_diff(state(repo, a), state(repo, b))
 
 
-def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str = "") -> dict:
+def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str = "",
+                 sensitive: bool = False) -> dict:
     from ..chunking import put_artifact_content
     from ..objects.message import Artifact
     from ..userfiles import check_name, user_file_error
@@ -127,7 +128,7 @@ def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str =
             content, size = put_artifact_content(repo, f)
     except OSError as exc:
         raise user_file_error(exc, path, "read") from None
-    art = Artifact(kind, content, size, uri=str(p), summary=summary)
+    art = Artifact(kind, content, size, uri=str(p), summary=summary, sensitive=sensitive)
     aid = repo.store.put_object(art)
     cur = repo.current()
     event = None
