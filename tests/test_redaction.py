@@ -418,3 +418,20 @@ def test_cli_sensitive_artifact_stays_out_of_the_context(tmp_path):
     ctx("artifact", "add", str(f), "--sensitive", "--summary", "customer list CARD-NUMBER-4111")
     out = ctx("context", "--explain").stdout
     assert "CARD-NUMBER-4111" not in out and "withheld" in out
+
+
+def test_purge_of_a_session_whose_title_holds_a_secret_renames_its_refs(repo):
+    cm = ContextManager.start(repo, title="deploy with " + SECRETS["github"])
+    cm.add_user_message("go")
+    sid = cm.session
+    res = purge(repo, sid)
+    new = res["new_session"]
+    assert new != sid and SECRETS["github"] not in repo.session(new).title
+    assert repo.branches(sid) == {} and set(repo.branches(new)) == {"main"}
+    assert repo.current().session == new  # HEAD followed
+    assert repo.session_of_event(repo.branches(new)["main"]) == new
+    from ctxstore.porcelain import oplog
+
+    oplog.undo(repo)
+    assert set(repo.branches(sid)) == {"main"} and repo.branches(new) == {}
+    assert repo.current().session == sid

@@ -371,7 +371,8 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
 
     t.chain_lines = frozenset(n for n, r in records
                               if n in chain and r.get("type") in ("user", "assistant"))
-    t.chain_uuids = frozenset(r["uuid"] for n, r in records if n in t.chain_lines)
+    t.chain_uuids = frozenset(r["uuid"] for n, r in records
+                              if n in t.chain_lines and _s(r.get("uuid")))
     results: dict[str, tuple[str, int]] = {}
     usage: dict[str, dict] = {}
     for n, r in records:
