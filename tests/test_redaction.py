@@ -435,3 +435,15 @@ def test_purge_of_a_session_whose_title_holds_a_secret_renames_its_refs(repo):
     oplog.undo(repo)
     assert set(repo.branches(sid)) == {"main"} and repo.branches(new) == {}
     assert repo.current().session == sid
+
+
+def test_a_segment_citing_a_sensitive_memory_object_is_withheld(repo):
+    from ctxstore.context import Segment
+
+    cm = ContextManager.start(repo, title="t")
+    cm.add_user_message("go")
+    mid = repo.store.put("memory", {"content": "door code 4711", "sensitive": True})
+    seg = Segment("memory", text="door code 4711", sources=(mid,))
+    mem = next(s for s in cm.build_context(budget=50_000, extra=[seg]).segments
+               if s.kind == "memory")
+    assert "4711" not in mem.text and mid in mem.data["withheld"]

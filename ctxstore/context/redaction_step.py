@@ -53,6 +53,22 @@ class BuildGuard:
             hit = self._sensitive[aid] = isinstance(obj, Artifact) and obj.sensitive
         return hit
 
+    def cited_sensitive(self, seg: Segment) -> str:
+        """A sensitive artifact or memory a memory/artifact segment cites directly (retrieval
+        and callers' extras name them in their sources), or ""."""
+        for sid in seg.sources:
+            if not is_id(sid):
+                continue
+            hit = self._sensitive.get(sid)
+            if hit is None:
+                store = self.repo.store
+                kind = store.type_of(sid) if sid in store else ""
+                obj = store.get(sid) if kind in ("artifact", "memory") else None
+                hit = self._sensitive[sid] = obj is not None and is_sensitive(obj)
+            if hit:
+                return sid
+        return ""
+
     def sensitive_refs(self, state, history: Iterable[tuple[str, Any, Any]]) -> dict[str, str]:
         """{id: sensitive artifact id} for every sensitive artifact the state or history
         names, and for the events and messages that carry one."""
@@ -82,8 +98,10 @@ class BuildGuard:
         for seg in cands:
             data: dict[str, Any] = {}
             hit = next((sensitive[s] for s in seg.sources if s in sensitive), "")
+            if not hit and seg.kind in ("memory", "artifact"):
+                hit = self.cited_sensitive(seg)
             if hit or is_sensitive(seg.data):
-                what = f"artifact {hit}" if hit else "marked sensitive"
+                what = f"{self.repo.store.type_of(hit)} {hit}" if hit else "marked sensitive"
                 if policy.admit_sensitive:
                     data["admitted"] = f"sensitive ({what}): admitted by the policy (admit_sensitive)"
                 else:
