@@ -8,7 +8,7 @@ from ctxstore.importers import import_paths
 from ctxstore.porcelain import context as pc
 from ctxstore.repo import Repository
 from tests.clitools import Ctx
-from tests.corpus import corpus_root
+from tests.corpus import require_corpus
 
 
 def test_approval_events_fold_into_state_and_stats():
@@ -57,8 +57,8 @@ def test_a_harness_refusal_counts_as_a_denied_approval(tmp_path):
     assert cm.project_state().approvals["denied"] == 2
 
 
-def test_real_transcripts_count_their_refusals(corpus):
-    path = corpus_root() / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl"
+def test_real_transcripts_count_their_refusals():
+    path = require_corpus() / "claude-code" / "ccl_jssoundrecorder_queue-operation-thinking_v2.0.42.jsonl"
     raw = path.read_text(encoding="utf-8")
     refusals = raw.count("doesn't want to proceed")
     assert refusals, "the fixture has no refusal to count"

@@ -13,7 +13,7 @@ from ctxstore.errors import BadRevision, InvalidInput, ObjectNotFound
 from ctxstore.importers import import_paths
 from ctxstore.repo import Repository
 from ctxstore.subagents import FINISHED, RESULT, SPAWNED
-from tests.corpus import corpus_root
+from tests.corpus import require_corpus
 
 CHILD_WORDS = "CHILD-ONLY-TRANSCRIPT-WORDS"
 PARENT_WORDS = "PARENT-ONLY-PRIVATE-CHATTER"
@@ -119,8 +119,8 @@ def test_passed_memories_reach_the_child_and_sensitive_ones_are_withheld():
     assert any(s.data.get("withheld") for s in mems)
 
 
-def test_imported_subagents_get_the_same_view(corpus):
-    root = corpus_root() / "claude-code" / "ccl_worktrees-agent-team_subagents-dir_v2.1.114"
+def test_imported_subagents_get_the_same_view():
+    root = require_corpus() / "claude-code" / "ccl_worktrees-agent-team_subagents-dir_v2.1.114"
     repo = Repository.memory()
     report = import_paths(repo, [root])
     main = report.sessions[0].session
