@@ -441,8 +441,8 @@ def test_a_segment_citing_a_sensitive_memory_object_is_withheld(repo):
     from ctxstore.context import Segment
 
     cm = ContextManager.start(repo, title="t")
-    cm.add_user_message("go")
-    mid = repo.store.put("memory", {"content": "door code 4711", "sensitive": True})
+    eid = cm.add_user_message("go")
+    mid = cm.remember("door code 4711", scope="session", sources=[eid], ttl="30d", sensitive=True)
     seg = Segment("memory", text="door code 4711", sources=(mid,))
     mem = next(s for s in cm.build_context(budget=50_000, extra=[seg]).segments
                if s.kind == "memory")

@@ -106,10 +106,11 @@ def test_spawn_needs_a_task_and_real_artifacts(family):
 def test_passed_memories_reach_the_child_and_sensitive_ones_are_withheld():
     repo = Repository.memory()
     parent = ContextManager.start(repo, title="t")
-    parent.add_user_message("go")
-    plain = repo.store.put("memory", {"content": "tests run with `make check`", "scope": "project"})
-    secret = repo.store.put("memory", {"content": "the admin password hint is BLUE-FALCON",
-                                       "scope": "user", "sensitivity": "secret"})
+    eid = parent.add_user_message("go")
+    plain = parent.remember("tests run with `make check`", scope="session", sources=[eid],
+                            ttl="30d")
+    secret = parent.remember("the admin password hint is BLUE-FALCON", scope="session",
+                             sources=[eid], ttl="30d", sensitive=True)
     child = parent.spawn("run the checks", pass_memories=[plain, secret])
     bundle = child.build_context(budget=20_000)
     mems = [s for s in bundle.segments if s.kind == "memory"]
