@@ -447,3 +447,18 @@ def test_a_segment_citing_a_sensitive_memory_object_is_withheld(repo):
     mem = next(s for s in cm.build_context(budget=50_000, extra=[seg]).segments
                if s.kind == "memory")
     assert "4711" not in mem.text and mid in mem.data["withheld"]
+
+
+def test_workspace_snapshots_travel_unredacted_and_say_so(tmp_path):
+    repo = Repository.init(tmp_path / "store")
+    cm = ContextManager.start(repo, title="t")
+    cm.add_user_message("token " + SECRETS["github"])
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "README").write_text("hello\n")
+    cm.snapshot_workspace(str(root))
+    path = str(tmp_path / "p.ctxpack")
+    _, report = pr.pack_redacted(repo, path, [cm.session])
+    assert report["workspace_unredacted"] == 1 and report["redactions"] >= 1
+    assert any("workspace snapshot" in line for line in pr.describe(report))
+    assert pt.verify(path)["objects"] > 0  # the snapshot's links all resolve in the pack

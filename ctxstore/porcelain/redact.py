@@ -144,6 +144,9 @@ def describe(report: dict[str, Any]) -> list[str]:
              f"({report['rewritten']} rewritten; engines: {', '.join(report['engines']) or 'none'})"]
     for d, n in report["by_detector"].items():
         lines.append(f"  {n:>6}  {d}")
+    if report.get("workspace_unredacted"):
+        lines.append(f"  warning: {report['workspace_unredacted']} workspace snapshot(s) carried "
+                     f"unredacted (their files are git objects; docs/redaction.md)")
     if report.get("binary_unscanned"):
         lines.append(f"  {report['binary_unscanned']} binary blob(s) not scanned (not UTF-8 text)")
     return lines

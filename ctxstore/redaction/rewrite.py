@@ -41,6 +41,9 @@ class RewriteReport:
     by_detector: dict[str, int] = field(default_factory=dict)
     by_type: dict[str, int] = field(default_factory=dict)  # redactions per object type
     binary: int = 0  # blobs that are not UTF-8 text, left unscanned
+    #: workspace snapshots carried as they are: their files are git objects named by SHA-1
+    #: of their bytes, so redacting them would break the snapshot (docs/redaction.md)
+    workspace: int = 0
     bytes_scanned: int = 0
     engines: tuple[str, ...] = ()
 
@@ -56,6 +59,7 @@ class RewriteReport:
         return {"objects": self.objects, "rewritten": self.rewritten,
                 "redactions": self.redactions, "by_detector": dict(sorted(self.by_detector.items())),
                 "by_type": dict(sorted(self.by_type.items())), "binary_unscanned": self.binary,
+                "workspace_unredacted": self.workspace,
                 "bytes_scanned": self.bytes_scanned, "engines": list(self.engines)}
 
 
@@ -124,6 +128,10 @@ class Rewriter:
                 type_name, body = source.get_raw(oid)
             except ObjectNotFound:
                 mapping[oid] = oid  # absent here (a thin store): the link stays as it was
+                continue
+            if type_name == "workspace":  # never rewritten: see RewriteReport.workspace
+                mapping[oid] = oid
+                self.report.workspace += 1
                 continue
             if not expanded and type_name != "chunks" and has_links(type_name):
                 value = codec.unpack_value(body)
