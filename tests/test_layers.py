@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = [
-    {"errors", "codec", "clock", "lockfile", "userfiles", "lazyattrs"},
+    {"errors", "codec", "clock", "lockfile", "userfiles", "lazyattrs", "jsonparse"},
     {"objects"},
     {"store", "chunking"},
     {"refs"},

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from .. import jsonparse
 from ..clock import now_iso
 from ..errors import InvalidInput
 from ..objects import is_valid_event_type
@@ -90,15 +91,12 @@ _BATCH_FIELDS = frozenset({"type", "actor", "payload", "ts", "causality"})
 
 def _parse_batch(lines: Iterable[str | bytes], repo: Repository) -> list[dict]:
     items = []
-    loads, decode_error = json.loads, json.JSONDecodeError
+    loads, decode_error = jsonparse.loads, json.JSONDecodeError
     for n, line in enumerate(lines, 1):
-        if type(line) is bytes:
-            try:
-                line = line.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InvalidInput(f"batch line {n}: not UTF-8 text; nothing appended") from None
         try:
-            obj = loads(line)
+            obj = loads(line)  # bytes too: orjson reads UTF-8 without a decode first
+        except UnicodeDecodeError:
+            raise InvalidInput(f"batch line {n}: not UTF-8 text; nothing appended") from None
         except decode_error as exc:
             if not line.strip():
                 continue
