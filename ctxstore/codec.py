@@ -487,6 +487,22 @@ class Compressor:
         return body, COMP_NONE, 0
 
 
+    def compress_any(self, body: bytes) -> tuple[bytes, int, int]:
+        """As `compress`, but a body of any size may use the dictionary: the smallest of raw,
+        zstd and zstd+dictionary (repack: worth two compressions of the few large bodies)."""
+        n = len(body)
+        if n <= SMALL_OBJECT_LIMIT or self._with_dict is None or n < MIN_COMPRESS:
+            return self.compress(body)
+        best = (body, COMP_NONE, 0)
+        plain = self._plain.compress(body)
+        if len(plain) < len(best[0]):
+            best = (plain, COMP_ZSTD, 0)
+        with_dict = self._with_dict.compress(body)
+        if len(with_dict) < len(best[0]):
+            best = (with_dict, COMP_ZSTD_DICT, self.dict_id)
+        return best
+
+
 class Decompressor:
     """Inflates record payloads; dictionaries are looked up by zstd dict id on demand."""
 
@@ -551,7 +567,8 @@ STORE_DICT_PARAMS = {"k": 1024, "d": 8}
 def train_dictionary(samples: list[bytes], size: int = 64 * 1024, **params: int) -> bytes | None:
     """Train a zstd dictionary from sample bodies; None if zstd finds too little to learn.
 
-    `params` (k, d, ...) are passed to zstd; without them zstd searches for good ones."""
+    `params` (k, d, dict_id, ...) are passed to zstd; without k and d zstd searches for good
+    ones; without dict_id it picks a random id."""
     try:
         return zstandard.train_dictionary(size, samples, **params).as_bytes()
     except zstandard.ZstdError:

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import jsonparse
 from ..state.prompts import SKIP, classify_prompt, prompt_text, title_of
 from .claude_map import FMT, FileState, content_text, is_prompt, map_record
 from .common import MALFORMED, ImportContext, SessionBuilder, good_ts, iter_jsonl, peek_jsonl
@@ -87,7 +88,7 @@ def resume_chain(path: Path) -> set[str] | None:
     with open(path, "rb") as fh:
         for raw in fh:
             try:
-                rec = json.loads(raw)
+                rec = jsonparse.loads(raw)
             except ValueError:
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("uuid"), str):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import codec
+from .. import codec, jsonparse
 from ..chunking import ChunkParams, put_large
 from ..errors import CorruptObject
 from ..objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock
@@ -169,7 +169,7 @@ def iter_jsonl(ctx: ImportContext, path: Path) -> Iterator[tuple[int, str, Any]]
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
+                value = jsonparse.loads(text)
             except ValueError as exc:
                 if not raw.endswith(b"\n"):
                     ctx.warn(name, n, f"truncated last line ({len(raw)} bytes, {exc.msg}); kept as raw text")

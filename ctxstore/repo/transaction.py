@@ -240,6 +240,8 @@ class Transaction:
         self.committed = False
         self.op_id: str | None = None
         self._closed = False
+        if repo._open_transactions == 0:
+            self.store.begin_transaction()  # buffered writes until the last one closes
         repo._open_transactions += 1
 
     # -- reading through the transaction -------------------------------------------------------

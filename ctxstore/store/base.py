@@ -50,6 +50,10 @@ class ObjectStore(abc.ABC):
     def close(self) -> None:
         self.flush()
 
+    def begin_transaction(self) -> None:
+        """A repository transaction starts: until `end_transaction`, puts may be buffered
+        (nothing names them before the commit's `flush`)."""
+
     def end_transaction(self) -> None:
         """Called when a repository transaction ends (committed or not): a store that holds a
         lock against gc for its look-ups lets it go until the next one (store/gclock.py)."""

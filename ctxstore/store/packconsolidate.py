@@ -116,13 +116,15 @@ def _copy(pack: Pack, fd: int, pos: int, seen: dict[bytes, int]) -> int:
 
 def copy_records(pack: Pack, fd: int, pos: int, written: dict[bytes, int],
                  live: Callable[[str], bool] | None = None,
-                 present: Callable[[bytes], bool] | None = None) -> tuple[int, int, int] | None:
+                 present: Callable[[bytes], bool] | None = None,
+                 transform: Callable[..., bytes] | None = None) -> tuple[int, int, int] | None:
     """Append the crc-checked records of `pack` at `pos`, in offset order, skipping records
     already `written` (raw id -> new offset, updated), those `present` elsewhere, and those
     whose hex id is not `live`. Returns (new end, records seen, records not live), or None if
     the pack is damaged or vanished: then nothing of it stays in the new pack (it is rolled
     back), so a damaged pack is neither lost nor copied with its damage. Consolidation and gc
-    both copy through here."""
+    both copy through here. `transform(data, info, where)` returns the record to write instead
+    of the original bytes (repack's recompression; it raises CorruptObject on damage)."""
     start, added, buf, buffered, total, dead = pos, [], [], 0, 0, 0
     try:
         data = pack.data()
@@ -135,14 +137,18 @@ def copy_records(pack: Pack, fd: int, pos: int, written: dict[bytes, int],
             if raw in written or (present is not None and present(raw)):
                 continue
             info = codec.read_record_header(data, off, pack.where)
-            codec.record_payload(data, info, pack.where)
             if info.id != hex_id:
                 raise CorruptObject(f"index and record disagree at offset {off}{pack.where}")
+            if transform is None:
+                codec.record_payload(data, info, pack.where)
+                record = data[off:off + info.size]
+            else:
+                record = transform(data, info, pack.where)
             written[raw] = pos
             added.append(raw)
-            pos += info.size
-            buf.append(data[off:off + info.size])
-            buffered += info.size
+            pos += len(record)
+            buf.append(record)
+            buffered += len(record)
             if buffered >= _CHUNK:
                 _write(fd, b"".join(buf))
                 buf, buffered = [], 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +37,15 @@ DEFAULT_MAX_PACKS = 8
 #: Small bodies a writer collects before training the store's first dictionary.
 DICT_SAMPLES = 1000
 DICTS_FILE = "dicts"
+#: A directory mtime younger than this may hide a change made in the same clock tick.
+_MTIME_TRUST_NS = 100_000_000
+
+
+def _dir_mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except FileNotFoundError:
+        return -1
 _DICTS_LINE = re.compile(r"(\d{1,10}) ([0-9a-f]{64})")
 
 
@@ -112,6 +122,8 @@ class PackStore(ObjectStore):
         #: Shared from the first look-up that may lead to naming an object until close (gclock.py).
         self.gc_lock = GcLock(self.packs_dir)
         self._relist = False
+        self._listed_mtime = -1
+        self._buffering = False
         self._list_packs()
 
     # -- the pack set ---------------------------------------------------------------------
@@ -155,8 +167,17 @@ class PackStore(ObjectStore):
         self._order = sealed + [p for p in self._packs.values() if not p.sealed]
 
     def _refresh(self) -> bool:
-        """Catch up with other processes: new/sealed/removed packs, new active-pack tails."""
-        changed = self._list_packs()
+        """Catch up with other processes: new/sealed/removed packs, new active-pack tails.
+
+        The directory is listed again only if its mtime moved, or is too recent to tell (file
+        times tick coarsely): an import asks "is this new?" of every event, and a listing each
+        time cost more than the rest of the put."""
+        mtime = _dir_mtime(self.packs_dir)
+        if mtime == self._listed_mtime and time.time_ns() - mtime > _MTIME_TRUST_NS:
+            changed = False
+        else:
+            changed = self._list_packs()
+            self._listed_mtime = mtime
         mine = self._writer.pack if self._writer is not None else None
         for pack in self._order:
             if not pack.sealed and pack is not mine:
@@ -196,6 +217,9 @@ class PackStore(ObjectStore):
 
     # -- ObjectStore primitives --------------------------------------------------------------
     def get_raw(self, obj_id: str) -> tuple[str, bytes]:
+        writer = self._writer
+        if writer is not None and writer.buffered:
+            writer.drain()  # a record of this transaction may be asked for
         try:  # the hot path: one probe of the packs we know, then read and verify
             raw = bytes.fromhex(obj_id)
             hit = self._probe(obj_id, raw) if len(raw) == codec.ID_BYTES else None
@@ -283,6 +307,7 @@ class PackStore(ObjectStore):
             raise InvalidInput("the store is closed")
         if self._writer is None:
             self._writer = PackWriter(self.packs_dir, self.durability, *self._sync)
+            self._writer.buffering = self._buffering
             self._start_compression()
         self._list_packs()
         pack, orphans = self._writer.acquire([p for p in self._packs.values() if not p.sealed])
@@ -314,10 +339,22 @@ class PackStore(ObjectStore):
         if self._writer is not None:
             self._writer.sync()
 
+    def begin_transaction(self) -> None:
+        """Buffer this process's writes until the transaction ends (packwriter.py)."""
+        self._buffering = True
+        if self._writer is not None:
+            self._writer.buffering = True
+
     def end_transaction(self) -> None:
-        """Release the shared gc lock between transactions, so gc can run beside a long-lived
-        writer. The next look-up takes it again and first re-lists the packs, dropping any gc
-        deleted meanwhile (an object found only in one of those must be written again)."""
+        """Write what the transaction left buffered (its commit has flushed it already, unless
+        it was aborted), and release the shared gc lock between transactions, so gc can run
+        beside a long-lived writer. The next look-up takes it again and first re-lists the
+        packs, dropping any gc deleted meanwhile (an object found only in one of those must be
+        written again)."""
+        self._buffering = False
+        if self._writer is not None:
+            self._writer.buffering = False
+            self._writer.drain()
         if self.gc_lock.held:
             self.gc_lock.release()
             self._relist = True
@@ -411,11 +448,24 @@ class PackStore(ObjectStore):
         dictionary = codec.train_dictionary(samples, **codec.STORE_DICT_PARAMS)
         if dictionary is None:
             return
-        zid = self.put("zdict", dictionary)
-        self._writer.sync()
+        self.add_dictionary(dictionary)
+
+    def add_dictionary(self, dictionary: bytes) -> int:
+        """Make `dictionary` the one new records are compressed with: the zdict object durable
+        first, then its `dicts` line (fsync'd) — docs/format.md "Dictionaries". Returns its zstd
+        id, which must be new to the store (CorruptStore otherwise: a reused id would make the
+        records of the other dictionary unreadable)."""
         dict_id = codec.zstd_dict_id(dictionary)
         path = os.path.join(self.path, DICTS_FILE)
         with LockFile(path) as lock:
+            entries, problems = read_dicts_file(path)
+            if problems:
+                raise problems[0]
+            if dict_id in entries:
+                raise CorruptStore(f"{path}: zstd dictionary id {dict_id} is already in use",
+                                   path=path)
+            zid = self.put("zdict", dictionary)
+            self.flush()
             try:
                 with open(path, "rb") as f:
                     lock.write(f.read())
@@ -425,8 +475,12 @@ class PackStore(ObjectStore):
             lock.commit(fsync=self.durability != "never")
         self._dicts[dict_id] = zid
         self._compressor = codec.Compressor(self.level, dictionary)
+        self._samples = None
+        return dict_id
 
     # -- introspection (fsck, benchmarks) --------------------------------------------------------
     def packs(self) -> list[Pack]:
+        if self._writer is not None:
+            self._writer.drain()
         self._refresh()
         return list(self._order)

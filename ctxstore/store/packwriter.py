@@ -1,7 +1,12 @@
 """The one active pack a writer process appends to: takeover, append, group commit, seal.
 
 Every record reaches the OS with one os.write before put returns (no userspace buffer, so a
-crash of the process loses nothing the OS has). What is *durable* depends on the durability
+crash of the process loses nothing the OS has) — except while `buffering` is on: the store turns
+it on for the length of a repository transaction, whose objects no ref names before its commit
+flushes them. Then records collect in memory and reach the OS in one write per `BUFFER_BYTES`
+(or at the next sync, seal, read of the store, or the transaction's end): a batch of 30k events
+makes ~100 writes instead of 30k. A kill -9 inside the transaction loses only objects that
+nothing names yet. What is *durable* depends on the durability
 setting: "always" fdatasyncs per record; "batch" (default) lets a daemon thread fdatasync at most
 `sync_interval` seconds or `sync_objects` records after a write; "never" leaves it to the OS.
 `flush()` makes everything written so far durable in "batch" and "always" modes.
@@ -43,6 +48,8 @@ DURABILITY = ("always", "batch", "never")
 INDEX_EVERY = 1024 * 1024
 #: Unindexed bytes a writer leaves behind at close without indexing them.
 INDEX_AT_CLOSE = 64 * 1024
+#: Buffered records are written once they reach this many bytes.
+BUFFER_BYTES = 256 * 1024
 
 
 def check_durability(durability: str) -> str:
@@ -170,6 +177,10 @@ class PackWriter:
         self._closed = False
         self._thread: threading.Thread | None = None
         self.orphans: list[tuple[int, Pack]] = []
+        #: collect records in `_buf` instead of writing each (see the module docstring)
+        self.buffering = False
+        self._buf: list[bytes] = []
+        self.buffered = 0  # bytes in `_buf`
 
     # -- acquiring a pack -----------------------------------------------------------------
     def acquire(self, candidates: list[Pack]) -> tuple[Pack, list[Pack]]:
@@ -218,9 +229,15 @@ class PackWriter:
         with self._cond:
             fd = self._fd
             off = self.size
-            n = os.write(fd, record)
-            if n != len(record):
-                _write_rest(fd, record, n)
+            if self.buffering and self.durability != "always":
+                self._buf.append(record)
+                self.buffered += len(record)
+                if self.buffered >= BUFFER_BYTES:
+                    self._drain_locked()
+            else:
+                n = os.write(fd, record)
+                if n != len(record):
+                    _write_rest(fd, record, n)
             self.size = end = off + len(record)
             self.pack.offsets[hex_id] = (off, len(record))
             self.pack.scanned = self.size
@@ -240,7 +257,23 @@ class PackWriter:
                     self._index_to(end)
         elif self.durability == "never" and end - self.pack.indexed_end >= self.index_every:
             with self._sync_lock:
+                self.drain()  # the partial index covers only written bytes
                 self._index_to(end)
+
+    def drain(self) -> None:
+        """Hand the buffered records to the OS (reads of this pack and syncs need them there)."""
+        if self.buffered:
+            with self._cond:
+                self._drain_locked()
+
+    def _drain_locked(self) -> None:
+        if self._buf and self._fd is not None:
+            data = b"".join(self._buf)
+            n = os.write(self._fd, data)
+            if n != len(data):
+                _write_rest(self._fd, data, n)
+        self._buf.clear()
+        self.buffered = 0
 
     def _index_to(self, end: int) -> None:
         """Extend the partial index to `end` (caller holds `_sync_lock`; bytes before `end`
@@ -271,11 +304,13 @@ class PackWriter:
             self.sync()
 
     def sync(self) -> None:
-        """Make every record appended so far durable (no-op for durability "never")."""
+        """Make every record appended so far durable (for durability "never": only written)."""
         if self.durability == "never":
+            self.drain()
             return
         with self._sync_lock:
             with self._cond:
+                self._drain_locked()
                 pending, fd, end = self._pending, self._fd, self.size
                 self._pending = 0
             if pending and fd is not None:
@@ -287,6 +322,7 @@ class PackWriter:
     def seal(self) -> Pack:
         """Seal the active pack and let it go; the next append needs a new `acquire`."""
         with self._sync_lock, self._cond:
+            self._drain_locked()
             pack, fd = self.pack, self._fd
             seal(fd, pack, self.size)
             self._pending = 0

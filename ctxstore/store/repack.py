@@ -160,7 +160,9 @@ def _sealed(packs_dir: str) -> list[tuple[str, float]]:
 
 def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bool = False,
            step: Step | None = None, remark: Remark | None = None,
-           wait: float = GC_WAIT) -> RepackResult:
+           wait: float = GC_WAIT, transform: Callable[..., bytes] | None = None,
+           prepare: Callable[[list[Pack]], Callable[..., bytes] | None] | None = None,
+           progress: Step | None = None) -> RepackResult:
     """Keep only `live` objects of the packs last written before `cutoff` (unix time).
 
     The caller holds a RepackLock. `remark()` is called under the exclusive gc lock, just before
@@ -168,6 +170,11 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
     gclock.py); they are copied out of the candidates too. `wait`: how long to wait for that
     lock (LockHeld after it, with nothing deleted). `step(name)` is called after each durable
     step (tests kill the process there).
+
+    `prepare(candidate packs)`, called once the candidates are known (sealed), returns the
+    `transform` every copied record goes through (store/recompress.py: a new dictionary, so
+    the candidates are rewritten even when nothing in them is dead). `progress(text)` hears
+    about each pack copied.
     """
     packs_dir = store.packs_dir
     res = RepackResult()
@@ -194,7 +201,14 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
             res.kept_packs = [p for p in res.kept_packs if p not in old_active]
             _estimate(candidates, old_active, res, live)
         else:
-            _rewrite(store, candidates, kept, live, res, note, remark, wait)
+            if prepare is not None:
+                cands = [Pack(p, sealed=True) for p in candidates]
+                try:
+                    transform = prepare(cands)
+                finally:
+                    for pack in cands:
+                        pack.close()
+            _rewrite(store, candidates, kept, live, res, note, remark, wait, transform, progress)
     finally:
         for pack in kept:
             pack.close()
@@ -250,16 +264,20 @@ class _NewPack:
         self.pos = _write(self.fd, HEADER)
         self.written: dict[bytes, int] = {}
 
-    def fill(self, paths: list[str], live: Container[str], kept: list[Pack]
+    def fill(self, paths: list[str], live: Container[str], kept: list[Pack],
+             transform: Callable[..., bytes] | None = None, progress: Step | None = None
              ) -> tuple[list[str], list[str], int, int]:
-        """Append the live records of each pack of `paths` not already in `kept`, then
-        fdatasync: (packs copied, damaged packs left out, records seen, records not live)."""
+        """Append the live records of each pack of `paths` not already in `kept` (through
+        `transform`, if given), then fdatasync: (packs copied, damaged packs left out, records
+        seen, records not live)."""
         copied, damaged, total, dead = [], [], 0, 0
-        for path in paths:
+        for k, path in enumerate(paths, 1):
+            if progress is not None:
+                progress(f"pack {k}/{len(paths)}")
             pack = Pack(path, sealed=True)
             try:
                 out = copy_records(pack, self.fd, self.pos, self.written, live.__contains__,
-                                   lambda raw, kept=kept: _in_kept(kept, raw))
+                                   lambda raw, kept=kept: _in_kept(kept, raw), transform)
             finally:
                 pack.close()
             if out is None:
@@ -300,16 +318,19 @@ class _NewPack:
 
 
 def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Container[str],
-             res: RepackResult, note: Step, remark: Remark | None, wait: float) -> None:
+             res: RepackResult, note: Step, remark: Remark | None, wait: float,
+             transform: Callable[..., bytes] | None = None,
+             progress: Step | None = None) -> None:
     packs_dir = store.packs_dir
     new = _NewPack(packs_dir)
     try:
-        merged, damaged, res.objects_before, dead = new.fill(candidates, live, kept)
+        merged, damaged, res.objects_before, dead = new.fill(candidates, live, kept, transform,
+                                                             progress)
     except BaseException:
         new.discard()
         raise
     res.kept_packs += damaged
-    if not merged or (dead == 0 and len(merged) == 1):
+    if not merged or (dead == 0 and len(merged) == 1 and transform is None):
         new.discard()  # nothing to gain: the one candidate already holds only live objects
         return
     res.objects_removed, res.objects_kept = dead, len(new.written)
