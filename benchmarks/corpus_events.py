@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 from tests.corpus import corpus_root
 

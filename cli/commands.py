@@ -107,6 +107,9 @@ COMMANDS: dict[str, Entry] = {
                                    "reflogs and the operations of the last 90 days (what `ctx "
                                    "undo` needs), rewrite the live objects into a new pack and "
                                    "only then delete the old packs."),
+    "repack": Entry("cmd_repack", "Retrain the zstd dictionary on a sample of the objects stored "
+                                  "now and recompress every pack with it into one new pack; "
+                                  "nothing is dropped (`ctx gc` drops the unreachable)."),
     "fsck": Entry("cmd_maintenance", "Verify every stored object (re-hash, decode, canonical form,"
                                      " index <-> pack) and that refs and reflogs name existing "
                                      "objects."),

@@ -184,7 +184,8 @@ class GcResult:
 def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
        expire: str = DEFAULT_EXPIRE, expire_unreachable: str = DEFAULT_EXPIRE_UNREACHABLE,
        progress: Progress | None = None, step: Callable[[str], None] | None = None,
-       now: float | None = None, wait: float | None = None) -> GcResult:
+       now: float | None = None, wait: float | None = None, level: int | None = None,
+       retrain: bool = True) -> GcResult:
     """Expire reflogs, mark everything reachable, rewrite the live objects, delete old packs.
 
     Refuses (CorruptStore, nothing changed) while any source of its roots is damaged: see
@@ -195,9 +196,15 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     Before deleting, gc waits up to `wait` seconds (default repack.GC_WAIT) for every other
     process that has the store open to close it, then marks again what they made reachable
     meanwhile (ctxstore/store/gclock.py); LockHeld if they do not, with nothing deleted.
+
+    The rewritten records are recompressed at `level` (default: repack's) with a dictionary
+    retrained on a sample of the live objects when that pays (maintenance/repack.py; `retrain`
+    False keeps the current one).
     """
     from ..store.packstore import PackStore
+    from ..store.recompress import REPACK_DICT_SIZE, REPACK_LEVEL, REPACK_SAMPLES
     from ..store.repack import GC_WAIT, RepackLock, dictionary_ids, repack
+    from .repack import preparer
 
     store = repo.store
     if not isinstance(store, PackStore):
@@ -241,8 +248,11 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
             new |= _snapshot_roots(repo, new)
             return new - live
 
+        prepare = preparer(store, REPACK_LEVEL if level is None else level, REPACK_DICT_SIZE,
+                           REPACK_SAMPLES, live=live.__contains__, train=retrain,
+                           progress=progress)
         res = repack(store, live, cutoff, dry_run=dry_run, step=step, remark=remark,
-                     wait=GC_WAIT if wait is None else wait)
+                     wait=GC_WAIT if wait is None else wait, prepare=prepare)
     return GcResult(dry_run, prune, len(root_ids), len(live), sorted(missing), res.objects_before,
                     res.objects_removed, res.packs_before, res.packs_after, res.bytes_before,
                     res.bytes_after, len(res.kept_packs), expired,

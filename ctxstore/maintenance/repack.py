@@ -113,7 +113,9 @@ def preparer(store, level: int, size: int, samples: int, live=None, train: bool 
         cb = None if progress is None else (lambda n: progress("sample", n, 0))
         sample, total_small = rc.sample_bodies(store, packs, samples, live=live, progress=cb)
         dictionary, choice = choose_dictionary(store, sample, level, size, total_small, train)
-        transform = rc.Recompressor(store, dictionary, level)
+        records = sum(len(pack.index) for pack in packs)
+        transform = rc.Recompressor(store, dictionary, level, None if progress is None else
+                                    (lambda n: progress("recompress", n, records)))
         if chosen is not None:
             chosen.extend([choice, transform])
         return transform
@@ -139,9 +141,8 @@ def repack(repo: Repository, *, level: int = rc.REPACK_LEVEL, dict_size: int = r
     with RepackLock(store.packs_dir):
         prepare = preparer(store, level, dict_size, samples, train=train, progress=progress,
                            chosen=chosen)
-        pcb = None if progress is None else (lambda text: progress(f"rewrite {text}", 0, 0))
         res = rewrite(store, _Everything(), float("inf"), step=step,
-                      wait=GC_WAIT if wait is None else wait, prepare=prepare, progress=pcb)
+                      wait=GC_WAIT if wait is None else wait, prepare=prepare, exclusive=False)
     choice, transform = (chosen + [None, None])[:2]
     return RepackReport(choice, level, res.packs_before, res.packs_after, res.bytes_before,
                         res.bytes_after, res.objects_kept,

@@ -39,6 +39,7 @@ REPACK_LEVEL = 19
 REPACK_DICT_SIZE = 384 * 1024
 #: Bodies sampled for training (at most): zstd wants ~100x the dictionary size of samples.
 REPACK_SAMPLES = 20_000
+PROGRESS_EVERY = 500
 #: Samples smaller than this teach the dictionary nothing.
 MIN_SAMPLE = 32
 
@@ -104,11 +105,15 @@ class Recompressor:
     dictionary: bytes | None  # None: plain zstd (a store without a dictionary)
     level: int = REPACK_LEVEL
 
+    #: progress(records done), every PROGRESS_EVERY records
+    progress: Callable[[int], None] | None = None
+
     def __post_init__(self) -> None:
         self._small = codec.Compressor(self.level, self.dictionary)
         self._plain = codec.Compressor(self.level)
         self.bytes_in = 0  # stored payload bytes before
         self.bytes_out = 0
+        self.records = 0
 
     def __call__(self, data, info: codec.RecordInfo, where: str = "") -> bytes:
         payload = codec.record_payload(data, info, where)  # crc checked
@@ -122,4 +127,7 @@ class Recompressor:
             new, comp, dict_id = self._small.compress_any(body)
         self.bytes_in += info.stored_len
         self.bytes_out += len(new)
+        self.records += 1
+        if self.progress is not None and self.records % PROGRESS_EVERY == 0:
+            self.progress(self.records)
         return codec.encode_record(info.id, info.type, new, comp, dict_id, len(body))

@@ -162,7 +162,7 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
            step: Step | None = None, remark: Remark | None = None,
            wait: float = GC_WAIT, transform: Callable[..., bytes] | None = None,
            prepare: Callable[[list[Pack]], Callable[..., bytes] | None] | None = None,
-           progress: Step | None = None) -> RepackResult:
+           exclusive: bool = True) -> RepackResult:
     """Keep only `live` objects of the packs last written before `cutoff` (unix time).
 
     The caller holds a RepackLock. `remark()` is called under the exclusive gc lock, just before
@@ -173,8 +173,9 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
 
     `prepare(candidate packs)`, called once the candidates are known (sealed), returns the
     `transform` every copied record goes through (store/recompress.py: a new dictionary, so
-    the candidates are rewritten even when nothing in them is dead). `progress(text)` hears
-    about each pack copied.
+    the candidates are rewritten even when nothing in them is dead). `exclusive=False` (a
+    repack whose `live` is everything) deletes the old packs without the exclusive gc lock, as
+    consolidation does: every object they held is in the new, durable pack.
     """
     packs_dir = store.packs_dir
     res = RepackResult()
@@ -208,7 +209,8 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
                 finally:
                     for pack in cands:
                         pack.close()
-            _rewrite(store, candidates, kept, live, res, note, remark, wait, transform, progress)
+            _rewrite(store, candidates, kept, live, res, note, remark, wait, transform,
+                     exclusive)
     finally:
         for pack in kept:
             pack.close()
@@ -265,15 +267,13 @@ class _NewPack:
         self.written: dict[bytes, int] = {}
 
     def fill(self, paths: list[str], live: Container[str], kept: list[Pack],
-             transform: Callable[..., bytes] | None = None, progress: Step | None = None
+             transform: Callable[..., bytes] | None = None
              ) -> tuple[list[str], list[str], int, int]:
         """Append the live records of each pack of `paths` not already in `kept` (through
         `transform`, if given), then fdatasync: (packs copied, damaged packs left out, records
         seen, records not live)."""
         copied, damaged, total, dead = [], [], 0, 0
-        for k, path in enumerate(paths, 1):
-            if progress is not None:
-                progress(f"pack {k}/{len(paths)}")
+        for path in paths:
             pack = Pack(path, sealed=True)
             try:
                 out = copy_records(pack, self.fd, self.pos, self.written, live.__contains__,
@@ -319,13 +319,11 @@ class _NewPack:
 
 def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Container[str],
              res: RepackResult, note: Step, remark: Remark | None, wait: float,
-             transform: Callable[..., bytes] | None = None,
-             progress: Step | None = None) -> None:
+             transform: Callable[..., bytes] | None = None, exclusive: bool = True) -> None:
     packs_dir = store.packs_dir
     new = _NewPack(packs_dir)
     try:
-        merged, damaged, res.objects_before, dead = new.fill(candidates, live, kept, transform,
-                                                             progress)
+        merged, damaged, res.objects_before, dead = new.fill(candidates, live, kept, transform)
     except BaseException:
         new.discard()
         raise
@@ -335,6 +333,13 @@ def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Co
         return
     res.objects_removed, res.objects_kept = dead, len(new.written)
     res.new_pack = new.install(note, "pack")
+    if not exclusive:
+        for path in merged:
+            _delete_pack(path)
+            res.removed_packs.append(path)
+            note("pack-deleted")
+        fsync_dir(packs_dir)
+        return
     # Deleting needs the exclusive gc lock: no process that may have found a dead object and be
     # about to name it is left. This process's own look-ups are over (gc runs alone in it).
     store.gc_lock.release()
@@ -351,14 +356,20 @@ def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Co
         if extra:
             merged = _rescue(store, merged, kept, extra, res, note)
         for path in merged:
-            os.unlink(path)
-            os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
-            remove_partial_index(path)
+            _delete_pack(path)
             res.removed_packs.append(path)
             note("pack-deleted")
         fsync_dir(packs_dir)
     finally:
         lock.release()
+
+
+def _delete_pack(path: str) -> None:
+    """The pack file before its index (a pack without an index is an active pack to readers,
+    an index without its pack nothing), then any partial index a crash left."""
+    os.unlink(path)
+    os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+    remove_partial_index(path)
 
 
 def _rescue(store: PackStore, merged: list[str], kept: list[Pack], extra: Container[str],
