@@ -53,6 +53,7 @@ class ObjectStore(abc.ABC):
     def begin_transaction(self) -> None:
         """A repository transaction starts: until `end_transaction`, puts may be buffered
         (nothing names them before the commit's `flush`)."""
+        return None
 
     def end_transaction(self) -> None:
         """Called when a repository transaction ends (committed or not): a store that holds a
