@@ -21,7 +21,8 @@ ctxstore.compaction (which sees the manager only as a CompactionTarget).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from .chunking import put_artifact_content
@@ -38,7 +39,7 @@ from .objects import (
     ToolResultBlock,
 )
 from .refs import DEFAULT_BRANCH, branch_ref
-from .repo import Repository
+from .repo import Repository, Transaction
 from .repo.revparse import resolve_event
 from .state import AgentState
 from .state.projector import SNAPSHOT_EVERY, Projector
@@ -82,6 +83,7 @@ class ContextManager:
                                               store.config.get("artifact_threshold", 4096)))
         #: what the last build_context(retrieve=True) offered and refused (RetrievalReport)
         self.last_retrieval: Any = None
+        self._batch: Transaction | None = None  # the open transaction of `batch()`
 
     # -- lifecycle -------------------------------------------------------------------------------
     @classmethod
@@ -102,6 +104,8 @@ class ContextManager:
 
     @property
     def tip(self) -> str:
+        if self._batch is not None:
+            return self._batch.branch(self.ref).tip
         tip = self.store.refs.read(self.ref)
         if tip is None:
             raise BadRevision(f"branch {self.ref} was deleted")
@@ -126,11 +130,40 @@ class ContextManager:
         return target
 
     # -- writing ---------------------------------------------------------------------------------
+    @contextmanager
+    def batch(self, message: str = "batch") -> Iterator[ContextManager]:
+        """Every write inside shares one transaction: the events are durable, and the branch
+        moves, once, when the block ends (an exception appends none of them). An agent loop that
+        writes many events per turn pays one commit instead of one per event:
+
+            with cm.batch():
+                cm.add_user_message("fix the test")
+                cm.record_tool_call("t1", "bash", {"cmd": "pytest"})
+
+        Inside, `tip` is the batch's newest event; reads (state, context) see the branch as it
+        was before the batch. Nested batches join the outer one."""
+        if self._batch is not None:
+            yield self
+            return
+        with self.store.transaction(self.ref, message=message,
+                                    command="api: ContextManager.batch") as tx:
+            self._batch = tx
+            try:
+                yield self
+            finally:
+                self._batch = None
+
+    def _writing(self, message: str, command: str):
+        """The transaction a write joins: the open batch's, else a new one of its own."""
+        if self._batch is not None:
+            return nullcontext(self._batch)
+        return self.store.transaction(self.ref, message=message, command=command)
+
     def append_event(self, type: str, actor: str = "agent", payload: Mapping | None = None,
                      causality: Mapping | None = None, ts: str | None = None) -> str:
-        with self.store.transaction(self.ref, message=f"append {type}",
-                                    command="api: ContextManager.append_event") as tx:
-            return tx.append(type, actor, dict(payload or {}), dict(causality or {}), ts)
+        with self._writing(f"append {type}", "api: ContextManager.append_event") as tx:
+            return tx.append(type, actor, dict(payload or {}), dict(causality or {}), ts,
+                             ref=self.ref)
 
     def _message_event(self, type: str, actor: str, msg: Message, payload: dict,
                        causality: dict | None = None, ts: str | None = None) -> str:
@@ -168,17 +201,16 @@ class ContextManager:
                       provenance={"source": "model", **({"harness": harness} if harness else {})},
                       meta={"model": model} if model else {})
         mid = self.store.store.put_object(msg)
-        with self.store.transaction(self.ref, message="model response",
-                                    command="api: ContextManager.add_assistant_message") as tx:
+        with self._writing("model response", "api: ContextManager.add_assistant_message") as tx:
             eid = tx.append("ModelResponseReceived", "model",
                             {"text": _preview(text), **({"model": model} if model else {}),
                              **({"stop_reason": stop_reason} if stop_reason else {})},
-                            {"message_id": mid}, ts)
+                            {"message_id": mid}, ts, ref=self.ref)
             for tc in tool_calls:
                 eid = tx.append("ToolCallRequested", "model",
                                 {"tool_call_id": tc["id"], "name": tc["name"],
                                  "args": dict(tc.get("args", {}))},
-                                {"tool_call_id": tc["id"], "message_id": mid}, ts)
+                                {"tool_call_id": tc["id"], "message_id": mid}, ts, ref=self.ref)
         return eid
 
     def record_tool_call(self, tool_call_id: str, name: str, args: Mapping | None = None,
