@@ -9,6 +9,10 @@ The generated file repeats the genuine 2.0.42 transcript with fresh uuids, tool 
 message ids and a per-copy prefix on every text, so content addressing cannot dedupe copies.
 
     python -m benchmarks.bench_import [--quick]
+
+Issue 19's rows: lines/s of the large file against its parse floor (read + json.loads, same
+run), peak RSS of the large import over that of a file a quarter its size, and the corpus store
+after `repack` against its raw bytes.
 """
 
 from __future__ import annotations
@@ -50,9 +54,30 @@ else:
     c = zstandard.ZstdCompressor(level=3)
     size = sum(len(c.compress(repo.store.get_raw(i)[1])) for i in repo.store)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"seconds": dt, "events": report.events, "sessions": len(report.sessions),
-                  "warnings": len(report.warnings), "store_bytes": size, "store": kind,
-                  "peak_kb": peak, "base_kb": base}))
+out = {"seconds": dt, "events": report.events, "sessions": len(report.sessions),
+       "warnings": len(report.warnings), "store_bytes": size, "store": kind,
+       "peak_kb": peak, "base_kb": base}
+if kind == "pack" and os.environ.get("CTX_BENCH_REPACK"):
+    from ctxstore.maintenance.repack import repack
+    repo = Repository.open(store / ".ctx")
+    t = time.perf_counter()
+    repack(repo)
+    out["repack_seconds"] = time.perf_counter() - t
+    repo.close()
+    out["repacked_bytes"] = sum(f.stat().st_size for f in (store / ".ctx").rglob("*") if f.is_file())
+print(json.dumps(out))
+"""
+
+_FLOOR = r"""
+import json, sys, time
+t = time.perf_counter()
+n = 0
+with open(sys.argv[1], "rb") as fh:
+    for line in fh:
+        if line.strip():
+            json.loads(line)
+            n += 1
+print(json.dumps({"lines": n, "seconds": time.perf_counter() - t}))
 """
 
 
@@ -93,13 +118,29 @@ def generate_claude_code(path: Path, target_bytes: int) -> int:
     return path.stat().st_size
 
 
-def _measure(name: str, paths: list[Path], raw_bytes: int) -> dict:
+def _lines(paths: list[Path]) -> int:
+    n = 0
+    for path in paths:
+        for f in ([path] if path.is_file() else sorted(path.rglob("*.jsonl"))):
+            with open(f, "rb") as fh:
+                n += sum(1 for line in fh if line.strip())
+    return n
+
+
+def _measure(name: str, paths: list[Path], raw_bytes: int, repack: bool = False) -> dict:
+    env = dict(os.environ, **({"CTX_BENCH_REPACK": "1"} if repack else {}))
     with tempfile.TemporaryDirectory() as store:
         proc = subprocess.run([sys.executable, "-c", _CHILD, *map(str, paths), store],
-                              capture_output=True, text=True, check=True,
+                              capture_output=True, text=True, check=True, env=env,
                               cwd=Path(__file__).resolve().parents[1])
     r = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"name": name, "raw_mb": round(raw_bytes / 1e6, 1), "events": r["events"],
+    lines = _lines(paths)
+    extra = {}
+    if "repacked_bytes" in r:
+        extra = {"repacked_vs_raw": round(r["repacked_bytes"] / raw_bytes, 3),
+                 "repack_s": round(r["repack_seconds"], 1)}
+    return {"name": name, "raw_mb": round(raw_bytes / 1e6, 1), "lines": lines,
+            "lines_per_s": round(lines / r["seconds"]), **extra, "events": r["events"],
             "sessions": r["sessions"], "warnings": r["warnings"],
             "seconds": round(r["seconds"], 2),
             "events_per_s": round(r["events"] / r["seconds"]),
@@ -110,20 +151,45 @@ def _measure(name: str, paths: list[Path], raw_bytes: int) -> dict:
             "store_vs_raw": round(r["store_bytes"] / raw_bytes, 3)}
 
 
+def _floor(path: Path) -> float:
+    """Lines/s of reading the file and json.loads of each line: the parse floor."""
+    proc = subprocess.run([sys.executable, "-c", _FLOOR, str(path)], capture_output=True,
+                          text=True, check=True)
+    r = json.loads(proc.stdout)
+    return r["lines"] / r["seconds"]
+
+
 def run(quick: bool) -> list[dict]:
+    """Issue 19's targets, each measured in this run: the mixed corpus stores at <= 0.45x raw
+    after `ctx repack`; the large file imports at >= 15k lines/s; its peak RSS is <= 1.3x that
+    of a file a quarter its size."""
     rows = []
     if CORPUS.is_dir():
         raw = sum(f.stat().st_size for f in CORPUS.rglob("*.jsonl"))
-        rows.append(_measure("corpus (19 files)", [CORPUS], raw))
+        row = _measure("corpus (19 files)", [CORPUS], raw, repack=True)
+        row["target"] = "repacked <= 0.45x"
+        row["ok"] = row.get("repacked_vs_raw", 1) <= 0.45
+        rows.append(row)
     else:
         rows.append({"file": "corpus", "note": f"corpus not found at {CORPUS}: set CTXSTORE_CORPUS"})
-    sizes = [10_000_000] if quick else [10_000_000, 100_000_000]
+    small, large = (5_000_000, 20_000_000) if quick else (25_000_000, 100_000_000)
     with tempfile.TemporaryDirectory() as tmp:
-        for size in sizes:
+        measured = []
+        for size in (small, large):
             path = Path(tmp) / f"bench-{size // 1_000_000}mb.jsonl"
             raw = generate_claude_code(path, size)
-            rows.append(_measure(f"generated claude-code {raw // 1_000_000} MB", [path], raw))
+            row = _measure(f"generated claude-code {raw // 1_000_000} MB", [path], raw)
+            if size == large:
+                floor = _floor(path)
+                row["parse_floor_lines_per_s"] = round(floor)
+                row["target"] = ">= 15000 lines/s"
+                row["ok"] = row["lines_per_s"] >= 15_000
+            measured.append(row)
+            rows.append(row)
             os.unlink(path)
+        ratio = measured[1]["peak_rss_mb"] / measured[0]["peak_rss_mb"]
+        rows.append({"name": f"peak RSS {large // 1_000_000} MB / {small // 1_000_000} MB import",
+                     "ratio": round(ratio, 2), "target": "<= 1.3x", "ok": ratio <= 1.3})
     return rows
 
 

@@ -2,8 +2,9 @@
 
     .venv/bin/python -m benchmarks.bench_store [--quick]
 
-Rows: durable put throughput (batch and always), the baselines, then on a large store (1M
-objects, 100k with --quick) random get, open time, bytes on disk vs the raw JSONL, and fsck.
+Rows: durable put throughput (batch and always), the baselines, the same on corpus-shaped events
+(benchmarks/corpus_events.py) with the ratios, then on a large store (1M objects, 100k with
+--quick) random get, open time, bytes on disk vs the raw JSONL, and fsck.
 """
 
 from __future__ import annotations
@@ -87,6 +88,25 @@ def fsck(path: str) -> dict:
     return baselines._row("fsck", count[0], seconds, 0)
 
 
+def corpus_rows(root: str, n: int, n_slow: int) -> list[dict]:
+    """Issue 19: puts of corpus-shaped events (real Claude Code text) against JSONL with a flush
+    per event and SQLite WAL with a transaction per event, in this run."""
+    from .corpus_events import corpus_events
+
+    events = corpus_events(n)
+    put = put_events(events, _fresh(root, "corpus-put"), "batch")
+    put["name"] = f"ctxstore put, corpus events ({n})"
+    jsonl = baselines.jsonl(events, _fresh(root, "corpus-jsonl"))
+    jsonl["name"] = "JSONL flush/event, corpus events"
+    sqlite = baselines.sqlite_wal(events[:n_slow], _fresh(root, "corpus-sqlite"))
+    sqlite["name"] = "SQLite WAL txn/event, corpus events"
+    raw = sum(map(len, baselines.jsonl_lines(events)))
+    put["bytes_vs_jsonl"] = put["bytes"] / raw
+    put["target"] = (f"{put['per_sec'] / jsonl['per_sec']:.2f}x JSONL, "
+                     f"{put['per_sec'] / sqlite['per_sec']:.1f}x SQLite (same run)")
+    return [put, jsonl, sqlite]
+
+
 def run(quick: bool = False) -> list[dict]:
     n_put = 20_000 if quick else 100_000
     n_slow = 1000 if quick else 3000
@@ -104,6 +124,8 @@ def run(quick: bool = False) -> list[dict]:
         rows.append(baselines.sqlite_wal(events, _fresh(root, "sqlite100"), batch=100))
         rows.append(baselines.pygit2_commits(events[:n_slow], _fresh(root, "git")))
         rows[0]["bytes_vs_jsonl"] = rows[0]["bytes"] / jsonl_raw
+
+        rows += corpus_rows(root, 10_000 if quick else 30_000, n_slow)
 
         big = _fresh(root, "big")
         start = time.perf_counter()

@@ -229,27 +229,23 @@ class PackWriter:
         with self._cond:
             fd = self._fd
             off = self.size
-            if self.buffering and self.durability != "always":
+            buffered = self.buffering and self.durability != "always"
+            if buffered:
+                # the syncer hears of them once they are written (`_drain_locked`)
                 self._buf.append(record)
                 self.buffered += len(record)
-                if self.buffered >= BUFFER_BYTES:
-                    self._drain_locked()
             else:
                 n = os.write(fd, record)
                 if n != len(record):
                     _write_rest(fd, record, n)
             self.size = end = off + len(record)
             self.pack.offsets[hex_id] = (off, len(record))
-            self.pack.scanned = self.size
-            if self.durability == "batch":
-                self._pending += 1
-                if self._pending == 1:
-                    self._first_pending = time.monotonic()
-                    if self._thread is None:
-                        self._start_syncer()
-                    self._cond.notify()
-                elif self._pending >= self.sync_objects:
-                    self._cond.notify()
+            self.pack.scanned = end
+            if buffered:
+                if self.buffered >= BUFFER_BYTES:
+                    self._drain_locked()
+            elif self.durability == "batch":
+                self._written(1)
         if self.durability == "always":
             os.fdatasync(fd)  # everything written up to `end` is durable now
             if end - self.pack.indexed_end >= self.index_every:
@@ -272,8 +268,23 @@ class PackWriter:
             n = os.write(self._fd, data)
             if n != len(data):
                 _write_rest(self._fd, data, n)
+            if self.durability == "batch":
+                self._written(len(self._buf))
         self._buf.clear()
         self.buffered = 0
+
+    def _written(self, records: int) -> None:
+        """`records` more reached the OS: the group-commit thread syncs them in time (caller
+        holds `_cond`)."""
+        first = self._pending == 0
+        self._pending += records
+        if first:
+            self._first_pending = time.monotonic()
+            if self._thread is None:
+                self._start_syncer()
+            self._cond.notify()
+        elif self._pending >= self.sync_objects:
+            self._cond.notify()
 
     def _index_to(self, end: int) -> None:
         """Extend the partial index to `end` (caller holds `_sync_lock`; bytes before `end`
