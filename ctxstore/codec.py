@@ -25,11 +25,6 @@ import zstandard
 
 from .errors import CodecError, CorruptObject
 
-try:  # the C encoder of the fast path (see `_fast_pack`); the reference encoder is the fallback
-    import ormsgpack as _ormsgpack
-except ImportError:  # pragma: no cover - ormsgpack is a core dependency; fallback kept for safety
-    _ormsgpack = None
-
 # ---------------------------------------------------------------------------------------------
 # Object types. The code is what a record stores; the name is what the id header hashes.
 # Codes and names are part of the format: never renumber, only append.
@@ -233,12 +228,26 @@ _unpackb = msgpack.unpackb
 
 #: ormsgpack with sorted keys, refusing everything the canonical form does not take as it is:
 #: subclasses, tuples, dataclasses, enums, datetimes, uuids, ints beyond 64 bits, non-str keys.
-_FAST_OPTIONS = 0 if _ormsgpack is None else (
-    _ormsgpack.OPT_SORT_KEYS | _ormsgpack.OPT_PASSTHROUGH_SUBCLASS
-    | _ormsgpack.OPT_PASSTHROUGH_TUPLE | _ormsgpack.OPT_PASSTHROUGH_DATACLASS
-    | _ormsgpack.OPT_PASSTHROUGH_ENUM | _ormsgpack.OPT_PASSTHROUGH_DATETIME
-    | _ormsgpack.OPT_PASSTHROUGH_UUID | _ormsgpack.OPT_PASSTHROUGH_BIG_INT)
-_fast_packb = _ormsgpack.packb if _ormsgpack is not None else None
+#: Loaded on the first encode (`_load_fast`): commands that only read never import it.
+_FAST_OPTIONS = 0
+_fast_packb: Any = None
+_ormsgpack: Any = None
+_fast_loaded = False
+
+
+def _load_fast() -> None:
+    global _FAST_OPTIONS, _fast_packb, _ormsgpack, _fast_loaded
+    try:
+        import ormsgpack
+    except ImportError:  # pragma: no cover - a core dependency; the reference path stays correct
+        ormsgpack = None
+    if ormsgpack is not None:
+        _ormsgpack, _fast_packb = ormsgpack, ormsgpack.packb
+        _FAST_OPTIONS = (ormsgpack.OPT_SORT_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+                         | ormsgpack.OPT_PASSTHROUGH_TUPLE | ormsgpack.OPT_PASSTHROUGH_DATACLASS
+                         | ormsgpack.OPT_PASSTHROUGH_ENUM | ormsgpack.OPT_PASSTHROUGH_DATETIME
+                         | ormsgpack.OPT_PASSTHROUGH_UUID | ormsgpack.OPT_PASSTHROUGH_BIG_INT)
+    _fast_loaded = True
 #: A float64 that is NaN, an infinity (exponent all ones) or -0.0 -- or bytes inside a string
 #: that look like one, which only cost a trip through the reference encoder.
 _SPECIAL_FLOAT = re.compile(rb"\xcb(?:[\x7f\xff][\xf0-\xff]|\x80\x00{7})")
@@ -251,7 +260,10 @@ def _fast_pack(value: Any) -> bytes | None:
     reference encoder's: msgpack's shortest int and str forms, float64, bin for bytes, map keys
     sorted by code point (= UTF-8 byte order)."""
     if _fast_packb is None:
-        return None
+        if _fast_loaded:
+            return None
+        _load_fast()
+        return _fast_pack(value)
     try:
         body = _fast_packb(value, option=_FAST_OPTIONS)
     except TypeError:  # ormsgpack.MsgpackEncodeError: the reference encoder decides

@@ -16,23 +16,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
-try:
-    import msgspec as _msgspec
-except ImportError:  # pragma: no cover - msgspec is a core dependency; the fallback stays correct
-    _msgspec = None
-
 JSONDecodeError = json.JSONDecodeError
 _json_loads = json.loads
-_fast = _msgspec.json.Decoder().decode if _msgspec is not None else None
-#: DecodeError (malformed, truncated) and ValidationError (a number out of range)
-_fast_error = _msgspec.MsgspecError if _msgspec is not None else ValueError
+_fast: Any = None  # msgspec's decoder, imported on the first call (start-up of other commands)
+#: msgspec.MsgspecError: DecodeError (malformed, truncated), ValidationError (out of range)
+_fast_error: Any = ValueError
+
+
+def _load() -> None:
+    global _fast, _fast_error
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - a core dependency; json.loads stays correct
+        _fast = False
+        return
+    _fast, _fast_error = msgspec.json.Decoder().decode, msgspec.MsgspecError
 
 
 def loads(data: str | bytes) -> Any:
     """json.loads(data): the same value, or the same exception."""
-    if _fast is not None:
-        try:
-            return _fast(data)
-        except _fast_error:
-            pass  # json.loads decides: it accepts more, and its errors name line and column
+    if not _fast:
+        if _fast is None:
+            _load()
+        if not _fast:
+            return _json_loads(data)
+    try:
+        return _fast(data)
+    except _fast_error:
+        pass  # json.loads decides: it accepts more, and its errors name line and column
     return _json_loads(data)

@@ -25,6 +25,7 @@ from ctxstore import codec
 from ctxstore.errors import CodecError
 from tests.corpus import in_ci
 
+codec._load_fast()
 if codec._ormsgpack is None:  # pragma: no cover - a core dependency
     pytest.fail("ormsgpack is not installed", pytrace=False) if in_ci() else \
         pytest.skip("ormsgpack is not installed", allow_module_level=True)
