@@ -31,6 +31,10 @@ def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> No
     the last 90 days (what `ctx undo` needs), rewrite the live objects into a new pack and only
     then delete the old packs.
 
+    The rewritten records are recompressed (zstd level 19), with a dictionary retrained on a
+    sample of the live objects when that saves more than the dictionary's size (`ctx repack`
+    does the same for every object, dropping nothing).
+
     \b
     Examples:
       ctx gc --dry-run                # what would go
