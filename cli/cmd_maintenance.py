@@ -31,9 +31,9 @@ def gc_cmd(state, prune: str, dry_run: bool, as_json: bool, show_progress) -> No
     the last 90 days (what `ctx undo` needs), rewrite the live objects into a new pack and only
     then delete the old packs.
 
-    The rewritten records are recompressed (zstd level 19), with a dictionary retrained on a
+    The rewritten records are recompressed (zstd level 9), with a dictionary retrained on a
     sample of the live objects when that saves more than the dictionary's size (`ctx repack`
-    does the same for every object, dropping nothing).
+    does the same for every object at level 19, dropping nothing).
 
     \b
     Examples:

@@ -197,12 +197,12 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     process that has the store open to close it, then marks again what they made reachable
     meanwhile (ctxstore/store/gclock.py); LockHeld if they do not, with nothing deleted.
 
-    The rewritten records are recompressed at `level` (default: repack's) with a dictionary
+    The rewritten records are recompressed at `level` (default GC_LEVEL, 9) with a dictionary
     retrained on a sample of the live objects when that pays (maintenance/repack.py; `retrain`
     False keeps the current one).
     """
     from ..store.packstore import PackStore
-    from ..store.recompress import REPACK_DICT_SIZE, REPACK_LEVEL, REPACK_SAMPLES
+    from ..store.recompress import GC_LEVEL, REPACK_DICT_SIZE, REPACK_SAMPLES
     from ..store.repack import GC_WAIT, RepackLock, dictionary_ids, repack
     from .repack import preparer
 
@@ -248,7 +248,7 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
             new |= _snapshot_roots(repo, new)
             return new - live
 
-        prepare = preparer(store, REPACK_LEVEL if level is None else level, REPACK_DICT_SIZE,
+        prepare = preparer(store, GC_LEVEL if level is None else level, REPACK_DICT_SIZE,
                            REPACK_SAMPLES, live=live.__contains__, train=retrain,
                            progress=progress)
         res = repack(store, live, cutoff, dry_run=dry_run, step=step, remark=remark,
