@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -86,7 +87,8 @@ def git_daemon(base: Path):
     proc = subprocess.Popen(
         ["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
          f"--base-path={base}", "--listen=127.0.0.1", f"--port={port}", str(base)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True)  # its own process group: `git` runs git-daemon as a child
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -98,5 +100,5 @@ def git_daemon(base: Path):
             time.sleep(0.05)
         yield f"git://127.0.0.1:{port}"
     finally:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)  # the wrapper and the daemon it started
         proc.wait()
