@@ -62,3 +62,13 @@ def test_real_data_tests_use_the_corpus_fixture():
         if reads and not guarded:
             offenders.append(path.name)
     assert offenders == []
+
+
+def test_no_store_is_tracked():
+    # A .ctx committed at the root makes every clone a store: `ctx demo` (the README's first
+    # command) then records into the checkout and leaves untracked files, and any `ctx` run in
+    # the checkout finds that store instead of saying there is none.
+    tracked = [p.relative_to(ROOT).as_posix() for p in _tracked() if p.is_relative_to(ROOT / ".ctx")]
+    assert tracked == []
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".ctx/config.json"], cwd=ROOT)
+    assert ignored.returncode in (0, 128)  # ignored; 128: not a git checkout (an sdist)
