@@ -159,6 +159,10 @@ def test_checkout_detached_and_back(ctx, session):
     (("log", "HEAD~99"), 5, "ancestors"),
     (("reflog", "HEAD"), 0, ""),
     (("diff", "main", "nope"), 5, "unknown revision"),
+    # a git range is named as one, not mangled into "unknown revision 'HEAD..HEAD'"
+    (("show", "HEAD..HEAD~1"), 5, "'HEAD..HEAD~1' is a range (A..B)"),
+    (("log", "HEAD~1..HEAD"), 5, "'HEAD~1..HEAD' is a range (A..B)"),
+    (("diff", "main", "main.."), 5, "'main..' is a range"),
 ])
 def test_bad_revisions_and_names(ctx, session, tmp_path, args, code, needle):
     before = store_files(tmp_path)

@@ -148,6 +148,9 @@ def _reflog_nth(repo: Repository, ref: str, n: int, text: str) -> str:
 
 def resolve(repo: Repository, text: str) -> Resolved:
     """Resolve a revision expression to an event (or any object, for a bare id)."""
+    if ".." in text:  # no ref name holds '..' (check_ref_name): git's A..B, which names a range
+        raise BadRevision(f"{text!r} is a range (A..B); this command takes one revision: "
+                          f"`ctx diff A B` compares two, `ctx log B` lists B's history")
     m = _SUFFIX.search(text)
     base_text = text[:m.start()] if m else text
     suffixes = _SUFFIX.findall(text[len(base_text):])
