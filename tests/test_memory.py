@@ -173,6 +173,24 @@ def test_cli_add_refusals_are_one_line_exit_10(tmp_path):
     assert ctx.json("memory", "list") == []
 
 
+def test_cli_expires_takes_a_date_and_points_an_age_to_ttl(tmp_path):
+    # `--expires 3d` used to be read as three days ago and refused as "not in the future"
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new", "--title", "t")
+    ctx("append", "UserPromptSubmitted", "--actor", "user", "--payload", '{"text": "x"}')
+    for when in ("3d", "never", "soon"):
+        err = ctx.fails(10, "memory", "add", "x", "--scope", "global", "--source", "HEAD",
+                        "--expires", when)
+        assert f"--expires: cannot read '{when}' as a date or time" in err and "--ttl AGE" in err
+        assert len(err.strip().splitlines()) == 1
+    assert "not in the future" in ctx.fails(10, "memory", "add", "x", "--scope", "global",
+                                            "--source", "HEAD", "--expires", "2001-01-01")
+    m = ctx.json("memory", "add", "x", "--scope", "global", "--source", "HEAD",
+                 "--expires", "2999-01-31T18:00Z")
+    assert m["expires_at"].startswith("2999-01-31T18:00")
+
+
 def test_cli_show_lists_versions_and_json_fields(tmp_path):
     ctx = Ctx(tmp_path)
     ctx("init")

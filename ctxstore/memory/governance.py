@@ -165,8 +165,14 @@ def _expiry(spec: MemorySpec, now: datetime) -> tuple[str, str]:
     if spec.ttl:
         expires = _fmt(now + parse_ttl(spec.ttl))
     elif spec.expires:
-        when = parse_when(spec.expires, now, "--expires")
-        if when is None or when <= now:
+        # a date or time only: parse_when would read `3d` as three days *ago* and `never` as
+        # no time at all, then refuse them as "not in the future" (an age is what --ttl takes)
+        when = parse_ts(spec.expires.strip())
+        if when is None:
+            raise MemoryRefused(f"--expires: cannot read {spec.expires!r} as a date or time: "
+                                f"give an ISO date or time (2027-01-31, 2027-01-31T18:00Z), or "
+                                f"--ttl AGE (30d, 12h, 2w) to expire that long from now")
+        if when <= now:
             raise MemoryRefused(f"--expires {spec.expires}: that is not in the future")
         expires = _fmt(when)
     policy = check_policy(spec.update_policy) if spec.update_policy else ""
