@@ -45,6 +45,10 @@ def field_lines(value: Any, indent: str = "    ") -> Iterator[str]:
                 first, *rest = list(field_lines(v, indent + "  ")) or [""]
                 yield f"{indent}- {first.lstrip()}"
                 yield from rest
+            elif isinstance(v, str) and "\n" in v:  # a script or patch: its lines stay indented
+                first, *rest = list(_block(v, indent + "  ")) or [""]
+                yield f"{indent}- {first.lstrip()}"
+                yield from rest
             else:
                 yield f"{indent}- {_scalar(v)}"
     else:
@@ -130,7 +134,11 @@ def event_lines(info: dict, names: list[str], verbose: bool, cwd: str = "") -> I
     call_id = None
     if ev["type"] == "ToolCallRequested":
         call_id = payload.get("tool_call_id")
-        yield from call_lines(str(payload.get("name", "")), payload.get("args"), call_id or "", cwd)
+        args = payload.get("args")
+        if payload.get("args_truncated"):  # the event keeps a cut copy; the message has them whole
+            args = next((b.get("args") for b in (msg or {}).get("blocks", [])
+                         if b.get("type") == "tool_call" and b.get("tool_call_id") == call_id), args)
+        yield from call_lines(str(payload.get("name", "")), args, call_id or "", cwd)
     if msg is not None:
         name = str(info.get("tool_name") or payload.get("name") or "")
         lines = list(message_lines(msg, artifacts, cwd, skip_call=call_id, tool_name=name))

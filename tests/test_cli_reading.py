@@ -209,3 +209,31 @@ def test_tool_call_summaries_of_each_harness():
     assert _unwrap_output('{"output":"","metadata":{"exit_code":1}}') == "(no output, exit 1)"
     assert _unwrap_output('{"output":"line one\\nline tw') == "line one\nline tw"
     assert _unwrap_output("plain") == "plain"
+
+
+def test_show_long_call_args_whole_and_list_scripts_indented(ctx, tmp_path):
+    # Codex's shell call is a list ["bash", "-lc", SCRIPT]: an imported event keeps args cut at
+    # 1,000 characters (args_truncated); `ctx show` cut the patch mid-word with no mark and
+    # printed its lines flush left. It shows the message's whole args, every line indented.
+    script = "apply_patch <<'PATCH'\n" + "".join(f"+line {i:04d}\n" for i in range(150)) + "PATCH"
+    lines = [
+        {"type": "user", "sessionId": "s2", "uuid": "u1", "parentUuid": None,
+         "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/work",
+         "message": {"role": "user", "content": "patch it"}},
+        {"type": "assistant", "sessionId": "s2", "uuid": "a1", "parentUuid": "u1",
+         "timestamp": "2026-01-01T00:00:01.000Z", "cwd": "/work",
+         "message": {"id": "m1", "role": "assistant", "model": "claude", "content": [
+             {"type": "tool_use", "id": "t1", "name": "shell",
+              "input": {"command": ["bash", "-lc", script]}}]}},
+    ]
+    f = tmp_path / "long.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    ctx("import", str(f))
+    sid = next(s["id"] for s in ctx.json("sessions") if s["title"] == "patch it")
+    ctx("checkout", sid)
+    call = ctx.json("log", "--type", "ToolCallRequested")[0]
+    assert call["payload"].get("args_truncated") is True  # the case this test is about
+    out = ctx("show", call["id"][:12]).stdout
+    assert "+line 0149" in out and out.rstrip().endswith("PATCH")  # whole, not cut at 1,000
+    body = out[out.index("- apply_patch <<'PATCH'"):].splitlines()
+    assert all(ln.startswith("          ") for ln in body[1:]), body[:3]  # under the "- "
