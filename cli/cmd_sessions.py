@@ -123,8 +123,13 @@ def append_cmd(state, event_type: str | None, actor: str, payload: str | None,
         if batch == "-":
             res = ps.append_batch(repo, getattr(sys.stdin, "buffer", sys.stdin))
         else:
+            from ctxstore.errors import InvalidInput
+
             with open_input(batch) as f:  # bytes: a line that is not UTF-8 is named by number
-                res = ps.append_batch(repo, f)
+                try:
+                    res = ps.append_batch(repo, f)
+                except InvalidInput as exc:  # "batch line N: ..." names the line, not the file
+                    raise type(exc)(f"{batch}: {exc}") from None
         if as_json:
             emit_json({"count": res.count, "head": res.head})
         else:

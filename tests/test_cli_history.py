@@ -84,6 +84,15 @@ def test_append_batch_bad_line_writes_nothing(ctx, session, tmp_path, bad_line):
     assert store_files(tmp_path) == before
 
 
+def test_append_batch_file_error_names_file_and_line(ctx, session, tmp_path):
+    f = tmp_path / "events.jsonl"
+    f.write_text('{"type": "FileRead", "payload": {"path": "x"}}\n{bad json\n')
+    err = ctx.fails(10, "append", "--batch", str(f))
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"ctx: error: {f}: batch line 2: not valid JSON")
+    assert line.endswith("nothing appended")
+
+
 def test_append_malformed_payload(ctx, session, tmp_path):
     before = store_files(tmp_path)
     assert "not valid JSON" in ctx.fails(10, "append", "FileRead", "--payload", "{oops")
