@@ -224,3 +224,23 @@ def test_cli_search_context_retrieve_and_grep_ranked(tmp_path, clock):
     assert ctx("grep", "--ranked", "kubernetes", code=1)
     assert "rows" in ctx("memory", "reindex").stdout
     assert "retrieval index: ok" in ctx("fsck").stdout
+
+
+def test_cli_an_undone_memory_is_refused_as_undone(tmp_path, clock):
+    # after `ctx undo` of an add the index may still hold the row; the refusal said "superseded
+    # or forgotten", neither of which happened
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new", "--title", "t", "--goal", "make the parser tests pass")
+    ctx("append", "UserPromptSubmitted", "--actor", "user", "--payload",
+        '{"text": "the parser tests fail with a unicode error"}')
+    gone = ctx.json("memory", "add", "Parser unicode errors come from the lexer",
+                    "--scope", "project", "--source", "HEAD", "--ttl", "30d")["id"]
+    assert "retrieved: memory" in ctx("context", "--retrieve", "--explain").stdout  # indexed
+    ctx("undo")
+    kept = ctx.json("memory", "add", "The parser tests need the unicode fixtures",
+                    "--scope", "project", "--source", "HEAD", "--ttl", "30d")["id"]
+    out = ctx("context", "--retrieve", "--explain").stdout
+    assert f"retrieved: memory {kept[:12]}" in out
+    if f"memory {gone[:12]}:" in out:  # offered by a stale row, then refused by the objects
+        assert f"memory {gone[:12]}: not live (superseded, forgotten or its write undone)" in out

@@ -91,7 +91,7 @@ def memory_refusal(mem: Any, keys: ScopeKeys, live: frozenset[str], mid: str, no
     if keys.visible().get(mem.scope) != mem.scope_key or (mem.scope != "global" and not mem.scope_key):
         return f"out of scope ({mem.scope} {mem.scope_key or '-'})"
     if mid not in live:
-        return "not live (superseded or forgotten)"
+        return "not live (superseded, forgotten or its write undone)"
     why = offerable(mem, now)
     if why:
         return why
