@@ -92,11 +92,13 @@ def rm_cmd(state, sessions: tuple[str, ...], as_json: bool) -> None:
       ctx session rm 5cedc1c4 77ab01f2
       ctx session restore 5cedc1c4      # undo
     """
+    from ctxstore.porcelain.listing import session_title
+
     repo = state.repo
     out = []
     for s in sessions:
         sid = repo.resolve_session(s)
-        title = sm.read_meta(repo, sid).title
+        title = session_title(repo, sid)  # the title `ctx sessions` showed, not the created one
         refs = sm.remove(repo, sid)
         out.append({"session": sid, "refs": refs})
         if not as_json:

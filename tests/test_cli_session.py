@@ -207,3 +207,16 @@ def test_pack_of_a_session_carries_its_title_and_tags(ctx, tmp_path):
     info = {s["id"]: s for s in dst.json("sessions")}
     assert list(info) == [a]
     assert info[a]["title"] == "parser work" and info[a]["tags"] == ["review"]
+
+
+def test_rm_names_the_session_as_ctx_sessions_does(ctx):
+    # a harness's own title (pi session_info, Claude Code summary) is what `ctx sessions` shows;
+    # `session rm` named the title the session was created with (an imported session's first
+    # prompt, e.g. "[REDACTED_PROMPT]" for the corpus's pi smoke run)
+    a, _b = _two_sessions(ctx)
+    ctx("checkout", a[:8])
+    ctx("append", "pi:session_info", "--actor", "system", "--payload", '{"name": "harness title"}')
+    ctx("checkout", _b[:8])
+    assert next(s for s in ctx.json("sessions") if s["id"] == a)["title"] == "harness title"
+    out = ctx("session", "rm", a[:8]).stdout
+    assert f"Removed session {a[:12]} 'harness title' (2 branches)" in out

@@ -62,6 +62,18 @@ def _title(projector: Projector, tip: str, session_title: str) -> tuple[str, str
     return state.title or session_title or title_of(goal), goal
 
 
+def session_title(repo: Repository, session_id: str) -> str:
+    """The title `ctx sessions` shows for one session (the rule in this module's docstring),
+    without listing the others."""
+    own_title, _tags, _meta = own_meta(repo, session_id)
+    sess = repo.session(session_id)
+    branches = repo.branches(session_id)
+    if own_title or not branches:
+        return own_title or sess.title
+    branch = "main" if "main" in branches else min(branches)
+    return _title(Projector(repo), branches[branch], sess.title)[0]
+
+
 def session_entries(repo: Repository) -> list[SessionEntry]:
     """Every session with a branch, in tree order: roots newest first, each followed by the
     sessions it spawned (oldest first), depth-first."""
