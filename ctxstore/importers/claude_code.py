@@ -20,6 +20,7 @@ inline sidechains (1.0.x) grouped by their root, `agent-*.jsonl` files beside th
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,17 @@ def is_agent_file(path: Path) -> bool:
 
 def _head(path: Path) -> dict[str, Any]:
     """Session id, first timestamp, cwd, agent id and first prompt from the file's first lines."""
-    out: dict[str, Any] = {"session": "", "ts": "", "cwd": "", "agent": "", "prompt": None,
-                           "title": ""}
-    for rec in peek_jsonl(path):
+    return _head_of(peek_jsonl(path))
+
+
+def _head_of(records: Iterable[Any], out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """_head over parsed lines; with `out`, continues a head read from earlier lines (each
+    field is the first one found, so the fold goes on where it stopped)."""
+    if out is None:
+        out = {"session": "", "ts": "", "cwd": "", "agent": "", "prompt": None, "title": ""}
+    for rec in records:
+        if not isinstance(rec, dict):
+            continue
         if not out["session"] and isinstance(rec.get("sessionId"), str):
             out["session"] = rec["sessionId"]
         snap = rec.get("snapshot") if isinstance(rec.get("snapshot"), dict) else {}
@@ -83,19 +92,27 @@ def resume_chain(path: Path) -> set[str] | None:
     """The uuids Claude Code resumes: walked back by parentUuid (logicalParentUuid across a
     compact boundary) from the newest non-sidechain user/assistant line. None when the file
     has no such line (the line-order rule applies then)."""
+    def records():
+        with open(path, "rb") as fh:
+            for raw in fh:
+                try:
+                    yield jsonparse.loads(raw)
+                except ValueError:
+                    continue
+
+    return chain_of(records())
+
+
+def chain_of(records: Iterable[Any]) -> set[str] | None:
+    """resume_chain over parsed lines (the live importer holds them, not a file)."""
     parents: dict[str, str | None] = {}
     leaf = ""
-    with open(path, "rb") as fh:
-        for raw in fh:
-            try:
-                rec = jsonparse.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(rec, dict) or not isinstance(rec.get("uuid"), str):
-                continue
-            parents[rec["uuid"]] = _parent_of(rec)
-            if rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
-                leaf = rec["uuid"]
+    for rec in records:
+        if not isinstance(rec, dict) or not isinstance(rec.get("uuid"), str):
+            continue
+        parents[rec["uuid"]] = _parent_of(rec)
+        if rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
+            leaf = rec["uuid"]
     if not leaf:
         return None
     chain: set[str] = set()
@@ -104,6 +121,12 @@ def resume_chain(path: Path) -> set[str] | None:
         chain.add(cur)
         cur = parents[cur]
     return chain
+
+
+def is_leaf(rec: Any) -> bool:
+    """A line the resume chain can start from (the newest one does)."""
+    return (isinstance(rec, dict) and isinstance(rec.get("uuid"), str)
+            and rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"))
 
 
 class _Entry:
@@ -126,22 +149,37 @@ class ClaudeFile:
         self.newest_on_line: dict[int, str] = {}  # main builder: line -> newest uuid on it
 
     def run(self) -> None:
-        head = _head(self.path)
+        self.start(_head(self.path),
+                   None if is_agent_file(self.path) else resume_chain(self.path))
+        for n, text, rec in iter_jsonl(self.ctx, self.path):
+            self.feed(n, text, rec)
+        self.end()
+
+    # start / feed / end: run() in three steps, so the live importer (live.py) can feed lines
+    # as they are written and stop after any of them
+    def start(self, head: dict, chain: set[str] | None) -> None:
         source = head["session"] or self.path.stem
         self.fs = FileState(source)
         self.main = self._open_main(head, source)
         self.builders.append(self.main)
-        self.chain = None if is_agent_file(self.path) else resume_chain(self.path)
-        for n, text, rec in iter_jsonl(self.ctx, self.path):
-            if rec is MALFORMED:
-                self.main.begin(n, rec, text)
-                self.main.append(f"{FMT}:malformed", "system", {})
-                continue
-            self._one(n, text, rec)
+        self.chain = chain
+
+    def feed(self, n: int, text: str, rec: Any) -> None:
+        if rec is MALFORMED:
+            self.main.begin(n, rec, text)
+            self.main.append(f"{FMT}:malformed", "system", {})
+            return
+        self._one(n, text, rec)
+
+    def end(self) -> None:
         if self.chain is not None:
             self.main.cur = 0  # main is the line Claude Code resumes
         for b in self.builders:
             b.finish()
+
+    def meta(self) -> dict:
+        """The subagent's `.meta.json` beside its transcript ({} if none)."""
+        return _meta(self.path)
 
     def _open_main(self, head: dict, source: str) -> SessionBuilder:
         common = dict(fmt=FMT, file=self.name, source_id=source, ts=head["ts"], cwd=head["cwd"],
@@ -150,7 +188,7 @@ class ClaudeFile:
             return SessionBuilder(self.ctx, nonce=source, origin={"format": FMT, "id": source},
                                   **common)
         agent = head["agent"] or self.path.stem[len("agent-"):]
-        meta = _meta(self.path)
+        meta = self.meta()
         parent = self.ctx.find_session(FMT, source)
         spawn = self.ctx.agent_spawns.get((source, agent), "")
         if not spawn and head["prompt"] is not None:

@@ -348,6 +348,8 @@ class SessionBuilder:
         mid = self.message("tool", [block], meta=meta)
         call = self._call_messages.pop(tcid, None)
         if call is not None and self._pending is not None:
+            if call[1] is None:  # a live import resumed from its state keeps only the id
+                call = (call[0], codec.unpack_value(self.store.get_raw(call[0])[1]))
             self._line_messages.append(call)  # a result repeats its call's input (Edit, Write)
         caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
         self.stats.tool_pairs += 1

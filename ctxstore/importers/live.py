@@ -1,0 +1,440 @@
+"""Incremental Claude Code import: lines in as they are written, the same events as `ctx import`.
+
+`ctx import` reads a whole transcript; a session captured while it runs (the Claude Agent SDK
+SessionStore, `ctx hook claude-code`) arrives a batch of lines at a time. `LiveImporter.append`
+imports one batch with the very same mapping (claude_code.ClaudeFile, claude_map) so that after
+every batch the store holds exactly the events `ctx import` would write for the transcript so
+far, and at the end the events of the whole file.
+
+What makes that O(batch): the importer's per-file tables (uuid -> place, open tool calls,
+response parts, spawn links) live in a SQLite file beside the store (`.ctx/live.sqlite`) and
+are read row by row as the new lines need them; the per-session rest (tips of its lines, the
+head fields the session id derives from, the resume chain's leaf) is one small row.
+
+The whole-file importer is not prefix-stable in two places, and both are checked per batch:
+- the session object derives from the first lines' session id, first timestamp, cwd and first
+  prompt's title (`_head`, first 200 lines); while those can still change, a batch that
+  changes them re-imports the session from its first line (a new session id; the old
+  session's refs are deleted in the same transaction);
+- main is the chain Claude Code resumes, walked back from the newest message. A batch whose
+  chain does not run through the previous leaf (a rewind) re-imports the session from its
+  first line, which puts the abandoned lines on a `rewind-*` branch exactly as `ctx import`.
+Both are rare and cost O(session) once; every other batch costs O(batch).
+
+The SQLite file is a cache of what the repository already holds, never the truth: it is
+committed after the repository's transaction, and holds the branch tips it was written with.
+If they differ from the refs (a crash between the two commits, `ctx undo`, a delete), the
+session is re-imported from its lines on the next append.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from ..errors import CtxError
+from ..refs import branch_ref
+from ..repo import Repository
+from .claude_code import ClaudeFile, _Entry, _head_of, chain_of, is_agent_file, is_leaf
+from .claude_map import FMT, FileState
+from .common import ImportContext, SessionBuilder, SessionStats
+from .records import MALFORMED
+
+STATE_FILE = "live.sqlite"
+HEAD_LINES = 200  # _head reads this many lines
+STATE_VERSION = 1
+
+#: (text, parsed value or MALFORMED) of one transcript line
+Line = tuple[str, Any]
+
+_MISSING = object()
+_GLOBAL = ""  # state key of the cross-file tables (spawn links, source -> session)
+
+
+class LiveState:
+    """The SQLite side table. One connection; `begin()` takes the write lock (BEGIN IMMEDIATE),
+    so appends from several processes are serialised."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # a lost commit is re-derived (see above)
+        self.db.execute("CREATE TABLE IF NOT EXISTS source (s TEXT PRIMARY KEY, v TEXT)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS kv (s TEXT, m TEXT, k TEXT, v TEXT, "
+                        "PRIMARY KEY (s, m, k)) WITHOUT ROWID")
+
+    @classmethod
+    def of(cls, repo: Repository) -> LiveState:
+        if repo.path is None:
+            raise CtxError("live capture needs an on-disk store (Repository.open / ctx init)")
+        return cls(repo.path / STATE_FILE)
+
+    def begin(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.db.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def get(self, skey: str) -> dict | None:
+        row = self.db.execute("SELECT v FROM source WHERE s=?", (skey,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, skey: str, value: dict) -> None:
+        self.db.execute("INSERT OR REPLACE INTO source VALUES (?, ?)",
+                        (skey, json.dumps(value, separators=(",", ":"))))
+
+    def drop(self, skey: str) -> None:
+        self.db.execute("DELETE FROM source WHERE s=?", (skey,))
+        self.db.execute("DELETE FROM kv WHERE s=?", (skey,))
+
+    def keys(self, prefix: str) -> list[str]:
+        rows = self.db.execute("SELECT s FROM source WHERE s >= ? AND s < ?",
+                               (prefix, prefix + "\U0010ffff"))
+        return [r[0] for r in rows]
+
+
+class PMap:
+    """A dict the importer reads and writes key by key, backed by one SQLite table slice.
+    Every value read or written in this batch is written back at `flush` (the importer
+    mutates entries and lists in place)."""
+
+    def __init__(self, state: LiveState, skey: str, name: str,
+                 enc: Callable[[Any], Any] = lambda v: v,
+                 dec: Callable[[Any], Any] = lambda v: v,
+                 kenc: Callable[[Any], str] = str) -> None:
+        self.state, self.skey, self.name = state, skey, name
+        self.enc, self.dec, self.kenc = enc, dec, kenc
+        self.cache: dict[Any, Any] = {}
+
+    def _load(self, k: Any) -> Any:
+        if k in self.cache:
+            return self.cache[k]
+        row = self.state.db.execute("SELECT v FROM kv WHERE s=? AND m=? AND k=?",
+                                    (self.skey, self.name, self.kenc(k))).fetchone()
+        v = _MISSING if row is None else self.dec(json.loads(row[0]))
+        self.cache[k] = v
+        return v
+
+    def get(self, k: Any, default: Any = None) -> Any:
+        v = self._load(k)
+        return default if v is _MISSING else v
+
+    def __getitem__(self, k: Any) -> Any:
+        v = self._load(k)
+        if v is _MISSING:
+            raise KeyError(k)
+        return v
+
+    def __contains__(self, k: Any) -> bool:
+        return self._load(k) is not _MISSING
+
+    def __setitem__(self, k: Any, v: Any) -> None:
+        self.cache[k] = v
+
+    def add(self, k: Any) -> None:  # set-like use (the resume chain)
+        self.cache[k] = 1
+
+    def setdefault(self, k: Any, default: Any) -> Any:
+        v = self._load(k)
+        if v is _MISSING:
+            self.cache[k] = v = default
+        return v
+
+    def flush(self) -> None:
+        rows = [(self.skey, self.name, self.kenc(k), json.dumps(self.enc(v), separators=(",", ":")))
+                for k, v in self.cache.items() if v is not _MISSING]
+        self.state.db.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?, ?)", rows)
+        self.cache.clear()
+
+
+def _pair_key(k: tuple) -> str:
+    return json.dumps(list(k), separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders to and from their state
+
+_BUILDER_FIELDS = ("sid", "root", "fmt", "file", "last_ts", "lines", "cur", "last_compaction",
+                   "pending_boundary", "pending_meta")
+
+
+def _builder_state(b: SessionBuilder) -> dict:
+    out = {f: getattr(b, f) for f in _BUILDER_FIELDS}
+    out["calls"] = [[tcid, mid] for tcid, (mid, _form) in b._call_messages.items()]
+    stats = b.stats.to_dict()
+    stats["new_events"] = 0
+    out["stats"] = stats
+    return out
+
+
+def _restore_builder(ctx: ImportContext, st: dict) -> SessionBuilder:
+    """A SessionBuilder as it was after the previous batch (its session already exists, so
+    __init__, which creates it, is not run)."""
+    b = SessionBuilder.__new__(SessionBuilder)
+    b.ctx, b.repo, b.store, b.tx = ctx, ctx.repo, ctx.repo.store, ctx.tx
+    for f in _BUILDER_FIELDS:
+        setattr(b, f, st[f])
+    b._source, b._pending, b._line_messages = None, None, []
+    b._call_messages = {tcid: (mid, None) for tcid, mid in st["calls"]}
+    b.stats = SessionStats(**st["stats"])
+    ctx.report.sessions.append(b.stats)
+    return b
+
+
+# ---------------------------------------------------------------------------------------------
+# One transcript file, fed a batch at a time
+
+class LiveFile(ClaudeFile):
+    """ClaudeFile with its tables in LiveState and an optional `.meta.json` given by the
+    caller (the SDK sends it as an entry; a hook finds it on disk)."""
+
+    def __init__(self, ctx: ImportContext, path: PurePosixPath, state: LiveState, skey: str,
+                 meta: dict | None = None) -> None:
+        super().__init__(ctx, path)  # type: ignore[arg-type]
+        self._meta_value = meta
+        self.index = PMap(state, skey, "uuid", self._enc_entry, self._dec_entry)
+        self.chain_map = PMap(state, skey, "chain")
+        self.state, self.skey = state, skey
+
+    def meta(self) -> dict:
+        return dict(self._meta_value or {})
+
+    def _enc_entry(self, e: _Entry) -> list:
+        return [self.builders.index(e.builder), e.parent, e.event, e.gen, e.marked, e.line]
+
+    def _dec_entry(self, v: list) -> _Entry:
+        e = _Entry(self.builders[v[0]], v[1], v[2], v[3], v[5])
+        e.marked = v[4]
+        return e
+
+    def bind_tables(self) -> None:
+        """FileState's and ImportContext's tables, row by row from LiveState."""
+        self.fs.calls = PMap(self.state, self.skey, "calls", list, tuple)
+        self.fs.parts = PMap(self.state, self.skey, "parts")
+        self.ctx.agent_spawns = PMap(self.state, _GLOBAL, "spawns", kenc=_pair_key)
+        self.ctx.task_prompts = PMap(self.state, _GLOBAL, "prompts", kenc=_pair_key)
+
+    def flush(self) -> None:
+        for m in (self.index, self.chain_map, self.fs.calls, self.fs.parts,
+                  self.ctx.agent_spawns, self.ctx.task_prompts):
+            m.flush()
+
+
+@dataclass
+class AppendResult:
+    session: str
+    lines: int
+    new_events: int
+    replayed: bool = False  # the batch re-imported the session from its first line
+    warnings: list[dict] = field(default_factory=list)
+
+
+class NeedsReplay(Exception):
+    """Internal: this batch cannot extend the saved state (see the module docstring)."""
+
+
+class LiveImporter:
+    """Appends batches of Claude Code lines to the sessions named by state keys."""
+
+    def __init__(self, repo: Repository, state: LiveState | None = None) -> None:
+        self.repo = repo
+        self.state = state or LiveState.of(repo)
+
+    def close(self) -> None:
+        self.state.close()
+
+    # -- the one entry point -----------------------------------------------------------------
+    def append(self, skey: str, vpath: PurePosixPath, batch: list[Line],
+               history: Callable[[], list[Line]], *, meta: dict | None = None,
+               extra: dict | None = None, message: str = "live capture") -> AppendResult:
+        """Import `batch`, the lines after those already imported under `skey` (a transcript
+        named `vpath`). `history()` gives the lines already imported; it is called only when
+        the session must be re-imported. `extra` is kept in the state row (the caller's own
+        fields, `row(skey)["extra"]`). The repository transaction commits before this
+        returns: the batch is durable."""
+        st = self.state
+        st.begin()
+        try:
+            saved = st.get(skey)
+            stale = saved is not None and not self._tips_hold(saved)
+            with self.repo.transaction(actor="ctx-live", message=f"{message}: {vpath.name}") as tx:
+                ctx = ImportContext(self.repo, tx)
+                ctx._indexed = True  # the source -> session table is LiveState's, not a scan
+                ctx.sessions = _SessionTable(st)  # type: ignore[assignment]
+                replayed = False
+                f = None
+                if saved is not None and not stale:
+                    try:
+                        f = self._extend(ctx, skey, vpath, saved, batch, meta)
+                    except NeedsReplay:
+                        f = None
+                if f is None:
+                    old = history() if saved is not None else []
+                    replayed = bool(old)
+                    f = self._full(ctx, skey, vpath, old + batch, meta,
+                                   None if stale else saved)
+                cur = f.main.cur
+                f.end()
+                tips = {branch_ref(b.sid, name): tip for b in f.builders
+                        for name, tip in b.branch_names().items()}
+                f.main.cur = cur  # the line the next record continues (end() named main)
+                new_events = sum(b.stats.new_events for b in f.builders)
+                row = self._row(f, tips, extra, saved)
+                f.flush()
+                ctx.sessions.flush()  # type: ignore[attr-defined]
+            st.put(skey, row)
+            st.commit()
+        except BaseException:
+            st.rollback()
+            raise
+        return AppendResult(f.main.sid, row["n"], new_events, replayed, ctx.report.warnings)
+
+    def row(self, skey: str) -> dict | None:
+        return self.state.get(skey)
+
+    # -- the two ways of importing a batch ------------------------------------------------------
+    def _full(self, ctx: ImportContext, skey: str, vpath: PurePosixPath, lines: list[Line],
+              meta: dict | None, saved: dict | None) -> LiveFile:
+        """Import `lines` (the whole transcript so far) from the first line, as `ctx import`."""
+        st = self.state
+        st.drop(skey)
+        head = _head_of(v for _t, v in lines[:HEAD_LINES])
+        agent = is_agent_file(vpath)  # type: ignore[arg-type]
+        if not agent:  # spawn links this transcript made are made again below
+            prefix = json.dumps([head["session"] or vpath.stem])[:-1] + ","
+            st.db.execute("DELETE FROM kv WHERE s=? AND m IN ('spawns', 'prompts') AND "
+                          "k >= ? AND k < ?", (_GLOBAL, prefix, prefix + "\U0010ffff"))
+        f = LiveFile(ctx, vpath, st, skey, meta)
+        f.head = head
+        f.start(head, None)
+        f.bind_tables()
+        chain = None if agent else chain_of(v for _t, v in lines)
+        if chain is not None:
+            f.chain = f.chain_map
+            for u in chain:
+                f.chain_map.add(u)
+        for n, (text, value) in enumerate(lines, 1):
+            f.feed(n, text, value)
+        f.n = len(lines)
+        f.newest_leaf = _newest_leaf(lines) if chain is not None else ""
+        f.saw_uuid = any(_uuid(v) for _t, v in lines)
+        if saved is not None:  # the session id may have changed: the old one's refs go
+            keep = {b.sid for b in f.builders}
+            for ref in saved.get("tips", {}):
+                sid = ref.split("/")[2] if ref.startswith("refs/sessions/") else ""
+                if sid and sid not in keep and ctx.tx.read(ref) is not None:
+                    ctx.tx.delete_ref(ref, message="live capture: session re-imported")
+        return f
+
+    def _extend(self, ctx: ImportContext, skey: str, vpath: PurePosixPath, saved: dict,
+                batch: list[Line], meta: dict | None) -> LiveFile:
+        """The saved state plus `batch`; NeedsReplay if that would not be what `ctx import`
+        of the whole transcript writes."""
+        n0 = saved["n"]
+        if n0 < HEAD_LINES and batch:
+            head = _head_of((v for _t, v in batch[:HEAD_LINES - n0]), dict(saved["head"]))
+            if head != saved["head"]:
+                raise NeedsReplay  # the session object derives from these fields
+        f = LiveFile(ctx, vpath, self.state, skey, meta)
+        f.head = saved["head"]
+        f.fs = FileState(saved["source"])
+        for bst in saved["builders"]:
+            f.builders.append(_restore_builder(ctx, bst))
+        f.main = f.builders[0]
+        f.groups = {k: f.builders[i] for k, i in saved["groups"].items()}
+        f.newest_on_line = {int(k): v for k, v in saved["newest_on_line"].items()}
+        f.bind_tables()
+        leaf = saved["leaf"]
+        parents: dict[str, str | None] = {}
+        for _t, v in batch:
+            u = _uuid(v)
+            if u:
+                if u in parents or u in f.index:
+                    raise NeedsReplay  # a uuid written twice: the whole-file rule decides
+                parents[u] = _parent(v)
+        new_leaf = "" if is_agent_file(vpath) else _newest_leaf(batch)  # type: ignore[arg-type]
+        f.chain = f.chain_map if leaf else None
+        if new_leaf:
+            walk: list[str] = []
+            cur: str | None = new_leaf
+            while cur is not None and cur in parents and cur not in walk:
+                walk.append(cur)
+                cur = parents[cur]
+            if leaf and cur != leaf:
+                raise NeedsReplay  # a rewind: the resumed chain leaves the previous one
+            if not leaf and saved["had_uuid"]:
+                raise NeedsReplay  # earlier lines were placed by the rule without a chain
+            f.chain = f.chain_map
+            for u in walk:
+                f.chain_map.add(u)
+        for i, (text, value) in enumerate(batch, n0 + 1):
+            f.feed(i, text, value)
+        f.n = n0 + len(batch)
+        f.newest_leaf = new_leaf or leaf
+        f.saw_uuid = saved["had_uuid"] or bool(parents)
+        return f
+
+    # -- state rows ------------------------------------------------------------------------------
+    def _row(self, f: LiveFile, tips: dict, extra: dict | None, saved: dict | None) -> dict:
+        return {"v": STATE_VERSION, "n": f.n, "head": f.head, "source": f.fs.source_id,
+                "builders": [_builder_state(b) for b in f.builders],
+                "groups": {k: f.builders.index(b) for k, b in f.groups.items()},
+                "newest_on_line": {str(k): v for k, v in f.newest_on_line.items()},
+                "leaf": f.newest_leaf, "had_uuid": f.saw_uuid, "tips": tips,
+                "extra": {**((saved or {}).get("extra") or {}), **(extra or {})}}
+
+    def _tips_hold(self, saved: dict) -> bool:
+        if saved.get("v") != STATE_VERSION:
+            return False
+        refs = self.repo.refs
+        return all(refs.read(ref) == tip for ref, tip in saved["tips"].items())
+
+
+def _uuid(v: Any) -> str:
+    return v["uuid"] if isinstance(v, dict) and isinstance(v.get("uuid"), str) else ""
+
+
+def _newest_leaf(lines: list[Line]) -> str:
+    for _t, v in reversed(lines):
+        if is_leaf(v):
+            return v["uuid"]
+    return ""
+
+
+def _parent(rec: dict) -> str | None:
+    p = rec.get("parentUuid")
+    if p is None:
+        p = rec.get("logicalParentUuid")
+    return p if isinstance(p, str) else None
+
+
+class _SessionTable(PMap):
+    """ImportContext.sessions ((format, source, agent) -> ctx session) in LiveState, so a
+    subagent transcript finds its parent session without scanning the store."""
+
+    def __init__(self, state: LiveState) -> None:
+        super().__init__(state, _GLOBAL, "sessions", kenc=_pair_key)
+
+
+def parse_entries(entries: Iterable[Any]) -> list[Line]:
+    """SDK entries (JSON values) as (text, value) lines; a non-object is kept as raw text."""
+    out: list[Line] = []
+    for e in entries:
+        text = json.dumps(e, ensure_ascii=False, separators=(",", ":"))
+        out.append((text, e if isinstance(e, dict) else MALFORMED))
+    return out
+
+
+__all__ = ["AppendResult", "LiveImporter", "LiveState", "Line", "parse_entries", "FMT"]
