@@ -39,7 +39,15 @@ from typing import Any
 from ..errors import CtxError
 from ..refs import branch_ref
 from ..repo import Repository
-from .claude_code import ClaudeFile, _Entry, _head_of, chain_of, is_agent_file, is_leaf
+from .claude_code import (
+    ClaudeFile,
+    _Entry,
+    _head_of,
+    chain_of,
+    is_agent_file,
+    is_leaf,
+    is_request,
+)
 from .claude_map import FMT, FileState
 from .common import ImportContext, SessionBuilder, SessionStats
 from .records import MALFORMED
@@ -52,6 +60,7 @@ STATE_VERSION = 1
 Line = tuple[str, Any]
 
 _MISSING = object()
+_DELETED = object()
 _GLOBAL = ""  # state key of the cross-file tables (spawn links, source -> session)
 
 
@@ -118,7 +127,7 @@ class PMap:
         self.enc, self.dec, self.kenc = enc, dec, kenc
         self.cache: dict[Any, Any] = {}
 
-    def _load(self, k: Any) -> Any:
+    def _read(self, k: Any) -> Any:
         if k in self.cache:
             return self.cache[k]
         row = self.state.db.execute("SELECT v FROM kv WHERE s=? AND m=? AND k=?",
@@ -126,6 +135,10 @@ class PMap:
         v = _MISSING if row is None else self.dec(json.loads(row[0]))
         self.cache[k] = v
         return v
+
+    def _load(self, k: Any) -> Any:
+        v = self._read(k)
+        return _MISSING if v is _DELETED else v
 
     def get(self, k: Any, default: Any = None) -> Any:
         v = self._load(k)
@@ -146,6 +159,9 @@ class PMap:
     def add(self, k: Any) -> None:  # set-like use (the resume chain)
         self.cache[k] = 1
 
+    def discard(self, k: Any) -> None:
+        self.cache[k] = _DELETED
+
     def setdefault(self, k: Any, default: Any) -> Any:
         v = self._load(k)
         if v is _MISSING:
@@ -154,8 +170,12 @@ class PMap:
 
     def flush(self) -> None:
         rows = [(self.skey, self.name, self.kenc(k), json.dumps(self.enc(v), separators=(",", ":")))
-                for k, v in self.cache.items() if v is not _MISSING]
-        self.state.db.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?, ?)", rows)
+                for k, v in self.cache.items() if v is not _MISSING and v is not _DELETED]
+        gone = [(self.skey, self.name, self.kenc(k)) for k, v in self.cache.items()
+                if v is _DELETED]
+        db = self.state.db
+        db.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?, ?)", rows)
+        db.executemany("DELETE FROM kv WHERE s=? AND m=? AND k=?", gone)
         self.cache.clear()
 
 
@@ -206,7 +226,20 @@ class LiveFile(ClaudeFile):
         self._meta_value = meta
         self.index = PMap(state, skey, "uuid", self._enc_entry, self._dec_entry)
         self.chain_map = PMap(state, skey, "chain")
+        #: typed requests, and the uuids one was asked from: whether a line whose membership
+        #: of the resume chain changes stays where it was placed (LiveImporter._rejoin)
+        self.requests = PMap(state, skey, "request")
+        self.asked = PMap(state, skey, "asked")
         self.state, self.skey = state, skey
+
+    def _one(self, n: int, text: str, rec: dict) -> None:
+        super()._one(n, text, rec)
+        uuid = rec.get("uuid")
+        if isinstance(uuid, str) and uuid and is_request(rec):
+            self.requests.add(uuid)
+            parent = _parent(rec)
+            if parent:
+                self.asked.add(parent)
 
     def meta(self) -> dict:
         return dict(self._meta_value or {})
@@ -227,7 +260,7 @@ class LiveFile(ClaudeFile):
         self.ctx.task_prompts = PMap(self.state, _GLOBAL, "prompts", kenc=_pair_key)
 
     def flush(self) -> None:
-        for m in (self.index, self.chain_map, self.fs.calls, self.fs.parts,
+        for m in (self.index, self.chain_map, self.requests, self.asked, self.fs.calls, self.fs.parts,
                   self.ctx.agent_spawns, self.ctx.task_prompts):
             m.flush()
 
@@ -346,7 +379,7 @@ class LiveImporter:
         if n0 < HEAD_LINES and batch:
             head = _head_of((v for _t, v in batch[:HEAD_LINES - n0]), dict(saved["head"]))
             if head != saved["head"]:
-                raise NeedsReplay  # the session object derives from these fields
+                raise NeedsReplay("the session object derives from these fields")
         f = LiveFile(ctx, vpath, self.state, skey, meta)
         f.head = saved["head"]
         f.fs = FileState(saved["source"])
@@ -362,7 +395,7 @@ class LiveImporter:
             u = _uuid(v)
             if u:
                 if u in parents or u in f.index:
-                    raise NeedsReplay  # a uuid written twice: the whole-file rule decides
+                    raise NeedsReplay("a uuid written twice: the whole-file rule decides")
                 parents[u] = _parent(v)
         new_leaf = "" if is_agent_file(vpath) else _newest_leaf(batch)  # type: ignore[arg-type]
         f.chain = f.chain_map if leaf else None
@@ -373,9 +406,9 @@ class LiveImporter:
                 walk.append(cur)
                 cur = parents[cur]
             if leaf and cur != leaf:
-                raise NeedsReplay  # a rewind: the resumed chain leaves the previous one
+                self._rejoin(f, leaf, cur)
             if not leaf and saved["had_uuid"]:
-                raise NeedsReplay  # earlier lines were placed by the rule without a chain
+                raise NeedsReplay("earlier lines were placed by the rule without a chain")
             f.chain = f.chain_map
             for u in walk:
                 f.chain_map.add(u)
@@ -385,6 +418,42 @@ class LiveImporter:
         f.newest_leaf = new_leaf or leaf
         f.saw_uuid = saved["had_uuid"] or bool(parents)
         return f
+
+    @staticmethod
+    def _rejoin(f: LiveFile, leaf: str, cur: str | None) -> None:
+        """The new resume chain, walked back through this batch, reached the earlier line
+        `cur`, not the previous leaf. Claude Code answers parallel tool calls on sibling
+        lines and hangs attachments off the newest line, so this is common and rarely a
+        rewind. Lines that join the chain (from `cur` back to the old chain) and lines that
+        leave it (from the old leaf back to the junction) are placed the same way by
+        `ctx import` iff all are on main's line, none is a typed request and none was asked
+        from; then only the chain table changes. Anything else re-imports the session."""
+        joined: list[str] = []
+        while cur is not None and cur not in f.chain_map:
+            ent = f.index.get(cur)
+            if ent is None or len(joined) > 1000:
+                raise NeedsReplay
+            if ent.builder is not f.main or ent.line != 0 or cur in f.requests \
+                    or cur in f.asked:
+                raise NeedsReplay
+            joined.append(cur)
+            cur = ent.parent
+        if cur is None:
+            raise NeedsReplay  # a chain with no line in common with the old one
+        left: list[str] = []
+        at = leaf
+        while at != cur:
+            ent = f.index.get(at)
+            if ent is None or ent.parent is None or len(left) > 1000:
+                raise NeedsReplay
+            if at in f.requests or at in f.asked:
+                raise NeedsReplay  # a rewind
+            left.append(at)
+            at = ent.parent
+        for u in left:
+            f.chain_map.discard(u)
+        for u in joined:
+            f.chain_map.add(u)
 
     # -- state rows ------------------------------------------------------------------------------
     def _row(self, f: LiveFile, tips: dict, extra: dict | None, saved: dict | None) -> dict:
