@@ -37,7 +37,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..errors import CtxError
-from ..refs import branch_ref
+from ..refs import branch_ref, split_branch_ref
 from ..repo import Repository
 from .claude_code import (
     ClaudeFile,
@@ -50,7 +50,7 @@ from .claude_code import (
 )
 from .claude_map import FMT, FileState
 from .common import ImportContext, SessionBuilder, SessionStats
-from .records import MALFORMED
+from .records import MALFORMED, event_line
 
 STATE_FILE = "live.sqlite"
 HEAD_LINES = 200  # _head reads this many lines
@@ -68,9 +68,10 @@ class LiveState:
     """The SQLite side table. One connection; `begin()` takes the write lock (BEGIN IMMEDIATE),
     so appends from several processes are serialised."""
 
-    def __init__(self, path) -> None:
+    def __init__(self, path, check_same_thread: bool = True) -> None:
         self.path = path
-        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
+                                  check_same_thread=check_same_thread)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # a lost commit is re-derived (see above)
         self.db.execute("CREATE TABLE IF NOT EXISTS source (s TEXT PRIMARY KEY, v TEXT)")
@@ -78,10 +79,10 @@ class LiveState:
                         "PRIMARY KEY (s, m, k)) WITHOUT ROWID")
 
     @classmethod
-    def of(cls, repo: Repository) -> LiveState:
+    def of(cls, repo: Repository, check_same_thread: bool = True) -> LiveState:
         if repo.path is None:
             raise CtxError("live capture needs an on-disk store (Repository.open / ctx init)")
-        return cls(repo.path / STATE_FILE)
+        return cls(repo.path / STATE_FILE, check_same_thread)
 
     def begin(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
@@ -253,11 +254,15 @@ class LiveFile(ClaudeFile):
         return e
 
     def bind_tables(self) -> None:
-        """FileState's and ImportContext's tables, row by row from LiveState."""
-        self.fs.calls = PMap(self.state, self.skey, "calls", list, tuple)
-        self.fs.parts = PMap(self.state, self.skey, "parts")
+        """ImportContext's cross-file tables, row by row from LiveState (before `start`,
+        which looks up a subagent's spawning call in them)."""
         self.ctx.agent_spawns = PMap(self.state, _GLOBAL, "spawns", kenc=_pair_key)
         self.ctx.task_prompts = PMap(self.state, _GLOBAL, "prompts", kenc=_pair_key)
+
+    def bind_file_tables(self) -> None:
+        """FileState's tables (after `start` made it)."""
+        self.fs.calls = PMap(self.state, self.skey, "calls", list, tuple)
+        self.fs.parts = PMap(self.state, self.skey, "parts")
 
     def flush(self) -> None:
         for m in (self.index, self.chain_map, self.requests, self.asked, self.fs.calls, self.fs.parts,
@@ -281,9 +286,10 @@ class NeedsReplay(Exception):
 class LiveImporter:
     """Appends batches of Claude Code lines to the sessions named by state keys."""
 
-    def __init__(self, repo: Repository, state: LiveState | None = None) -> None:
+    def __init__(self, repo: Repository, state: LiveState | None = None, *,
+                 check_same_thread: bool = True) -> None:
         self.repo = repo
-        self.state = state or LiveState.of(repo)
+        self.state = state or LiveState.of(repo, check_same_thread)
 
     def close(self) -> None:
         self.state.close()
@@ -291,12 +297,16 @@ class LiveImporter:
     # -- the one entry point -----------------------------------------------------------------
     def append(self, skey: str, vpath: PurePosixPath, batch: list[Line],
                history: Callable[[], list[Line]], *, meta: dict | None = None,
-               extra: dict | None = None, message: str = "live capture") -> AppendResult:
+               extra: Callable[[dict], dict] | None = None, source_hint: str = "",
+               message: str = "live capture") -> AppendResult:
         """Import `batch`, the lines after those already imported under `skey` (a transcript
-        named `vpath`). `history()` gives the lines already imported; it is called only when
-        the session must be re-imported. `extra` is kept in the state row (the caller's own
-        fields, `row(skey)["extra"]`). The repository transaction commits before this
-        returns: the batch is durable."""
+        named `vpath`). `meta` is a subagent's `.meta.json` (None: as before; a new one
+        re-imports, since the session object holds it). `history()` gives the lines already imported; it is called only when
+        the session must be re-imported. `extra(saved_extra)` returns the caller's own fields
+        for the state row (`row(skey)["extra"]`), called under the write lock.
+        `source_hint` names the source session when no line of the head carries a
+        `sessionId` (instead of the file name, which the SDK's keys share across projects).
+        The repository transaction commits before this returns: the batch is durable."""
         st = self.state
         st.begin()
         try:
@@ -308,8 +318,12 @@ class LiveImporter:
                 ctx.sessions = _SessionTable(st)  # type: ignore[assignment]
                 replayed = False
                 f = None
+                if meta is None and saved is not None:
+                    meta = saved.get("meta")
                 if saved is not None and not stale:
                     try:
+                        if meta != saved.get("meta"):
+                            raise NeedsReplay  # the session object holds the meta
                         f = self._extend(ctx, skey, vpath, saved, batch, meta)
                     except NeedsReplay:
                         f = None
@@ -317,14 +331,17 @@ class LiveImporter:
                     old = history() if saved is not None else []
                     replayed = bool(old)
                     f = self._full(ctx, skey, vpath, old + batch, meta,
-                                   None if stale else saved)
+                                   None if stale else saved, source_hint)
                 cur = f.main.cur
                 f.end()
                 tips = {branch_ref(b.sid, name): tip for b in f.builders
                         for name, tip in b.branch_names().items()}
                 f.main.cur = cur  # the line the next record continues (end() named main)
                 new_events = sum(b.stats.new_events for b in f.builders)
-                row = self._row(f, tips, extra, saved)
+                row = self._row(f, tips, saved)
+                row["meta"] = meta
+                if extra is not None:
+                    row["extra"] = {**row["extra"], **extra(row["extra"])}
                 f.flush()
                 ctx.sessions.flush()  # type: ignore[attr-defined]
             st.put(skey, row)
@@ -337,22 +354,67 @@ class LiveImporter:
     def row(self, skey: str) -> dict | None:
         return self.state.get(skey)
 
+    def keys(self, prefix: str) -> list[str]:
+        return self.state.keys(prefix)
+
+    def delete(self, skeys: list[str], message: str = "live capture: delete") -> str | None:
+        """Delete the branch refs of the sessions captured under `skeys`, in one operation
+        (`ctx undo` restores them; the events stay until gc), and forget their state."""
+        st = self.state
+        st.begin()
+        try:
+            with self.repo.transaction(actor="ctx-live", message=message) as tx:
+                for skey in skeys:
+                    for ref in (st.get(skey) or {}).get("tips", {}):
+                        if tx.read(ref) is not None:
+                            tx.delete_ref(ref, message=message)
+            for skey in skeys:
+                st.drop(skey)
+            st.commit()
+        except BaseException:
+            st.rollback()
+            raise
+        return tx.op_id
+
+    def stored_lines(self, skey: str, uuids: set[str]) -> dict[str, Any]:
+        """uuid -> the line stored for it under `skey`, for those of `uuids` imported."""
+        row = self.state.get(skey)
+        if row is None:
+            return {}
+        index = PMap(self.state, skey, "uuid")
+        graph = self.repo.graph
+        out: dict[str, Any] = {}
+        for u in uuids:
+            ent = index.get(u)
+            if ent is None:
+                continue
+            eid: str | None = ent[2]
+            while eid:  # back to the line's first event, which keeps the line
+                ev = graph.event(eid)
+                if isinstance(ev.payload.get("source"), dict):
+                    text = event_line(self.repo.store, ev.payload, ev.causality)
+                    out[u] = json.loads(text) if text is not None else None
+                    break
+                eid = ev.parents[0] if ev.parents else None
+        return out
+
     # -- the two ways of importing a batch ------------------------------------------------------
     def _full(self, ctx: ImportContext, skey: str, vpath: PurePosixPath, lines: list[Line],
-              meta: dict | None, saved: dict | None) -> LiveFile:
+              meta: dict | None, saved: dict | None, source_hint: str = "") -> LiveFile:
         """Import `lines` (the whole transcript so far) from the first line, as `ctx import`."""
         st = self.state
         st.drop(skey)
         head = _head_of(v for _t, v in lines[:HEAD_LINES])
         agent = is_agent_file(vpath)  # type: ignore[arg-type]
         if not agent:  # spawn links this transcript made are made again below
-            prefix = json.dumps([head["session"] or vpath.stem])[:-1] + ","
+            prefix = json.dumps([head["session"] or source_hint or vpath.stem])[:-1] + ","
             st.db.execute("DELETE FROM kv WHERE s=? AND m IN ('spawns', 'prompts') AND "
                           "k >= ? AND k < ?", (_GLOBAL, prefix, prefix + "\U0010ffff"))
         f = LiveFile(ctx, vpath, st, skey, meta)
         f.head = head
-        f.start(head, None)
         f.bind_tables()
+        f.start({**head, "session": head["session"] or source_hint}, None)
+        f.bind_file_tables()
         chain = None if agent else chain_of(v for _t, v in lines)
         if chain is not None:
             f.chain = f.chain_map
@@ -366,8 +428,8 @@ class LiveImporter:
         if saved is not None:  # the session id may have changed: the old one's refs go
             keep = {b.sid for b in f.builders}
             for ref in saved.get("tips", {}):
-                sid = ref.split("/")[2] if ref.startswith("refs/sessions/") else ""
-                if sid and sid not in keep and ctx.tx.read(ref) is not None:
+                parts = split_branch_ref(ref)
+                if parts and parts[0] not in keep and ctx.tx.read(ref) is not None:
                     ctx.tx.delete_ref(ref, message="live capture: session re-imported")
         return f
 
@@ -389,6 +451,7 @@ class LiveImporter:
         f.groups = {k: f.builders[i] for k, i in saved["groups"].items()}
         f.newest_on_line = {int(k): v for k, v in saved["newest_on_line"].items()}
         f.bind_tables()
+        f.bind_file_tables()
         leaf = saved["leaf"]
         parents: dict[str, str | None] = {}
         for _t, v in batch:
@@ -456,13 +519,13 @@ class LiveImporter:
             f.chain_map.add(u)
 
     # -- state rows ------------------------------------------------------------------------------
-    def _row(self, f: LiveFile, tips: dict, extra: dict | None, saved: dict | None) -> dict:
+    def _row(self, f: LiveFile, tips: dict, saved: dict | None) -> dict:
         return {"v": STATE_VERSION, "n": f.n, "head": f.head, "source": f.fs.source_id,
                 "builders": [_builder_state(b) for b in f.builders],
                 "groups": {k: f.builders.index(b) for k, b in f.groups.items()},
                 "newest_on_line": {str(k): v for k, v in f.newest_on_line.items()},
                 "leaf": f.newest_leaf, "had_uuid": f.saw_uuid, "tips": tips,
-                "extra": {**((saved or {}).get("extra") or {}), **(extra or {})}}
+                "extra": dict((saved or {}).get("extra") or {})}
 
     def _tips_hold(self, saved: dict) -> bool:
         if saved.get("v") != STATE_VERSION:
