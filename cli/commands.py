@@ -86,6 +86,10 @@ COMMANDS: dict[str, Entry] = {
     "restore": Entry("cmd_workspace", "Put the files back as the snapshot at REV had them (REV "
                                       "itself, or the newest snapshot on REV's history), "
                                       "optionally only PATHS (relative to the root)."),
+    "hooks": Entry("cmd_hooks", "Install or remove the hooks that capture Claude Code sessions "
+                                "as they run."),
+    "hook": Entry("cmd_hooks", "Handle one Claude Code hook call (the hook JSON on stdin); always"
+                               " exits 0."),
     "pack": Entry("cmd_transfer", "Write the named branches or sessions (default: HEAD's session),"
                                   " and everything they reach, to one self-describing, checksummed"
                                   " FILE; or inspect one with --verify / --list."),

@@ -56,7 +56,7 @@ STATE_FILE = "live.sqlite"
 HEAD_LINES = 200  # _head reads this many lines
 STATE_VERSION = 1
 
-#: (text, parsed value or MALFORMED) of one transcript line
+#: (text, parsed value, MALFORMED, or None for a blank line) of one transcript line
 Line = tuple[str, Any]
 
 _MISSING = object()
@@ -298,12 +298,13 @@ class LiveImporter:
     def append(self, skey: str, vpath: PurePosixPath, batch: list[Line],
                history: Callable[[], list[Line]], *, meta: dict | None = None,
                extra: Callable[[dict], dict] | None = None, source_hint: str = "",
-               message: str = "live capture") -> AppendResult:
+               restart: bool = False, message: str = "live capture") -> AppendResult:
         """Import `batch`, the lines after those already imported under `skey` (a transcript
         named `vpath`). `meta` is a subagent's `.meta.json` (None: as before; a new one
         re-imports, since the session object holds it). `history()` gives the lines already imported; it is called only when
         the session must be re-imported. `extra(saved_extra)` returns the caller's own fields
         for the state row (`row(skey)["extra"]`), called under the write lock.
+        `restart`: `batch` is the whole transcript again (its earlier lines were rewritten).
         `source_hint` names the source session when no line of the head carries a
         `sessionId` (instead of the file name, which the SDK's keys share across projects).
         The repository transaction commits before this returns: the batch is durable."""
@@ -320,7 +321,7 @@ class LiveImporter:
                 f = None
                 if meta is None and saved is not None:
                     meta = saved.get("meta")
-                if saved is not None and not stale:
+                if saved is not None and not stale and not restart:
                     try:
                         if meta != saved.get("meta"):
                             raise NeedsReplay  # the session object holds the meta
@@ -328,7 +329,7 @@ class LiveImporter:
                     except NeedsReplay:
                         f = None
                 if f is None:
-                    old = history() if saved is not None else []
+                    old = history() if saved is not None and not restart else []
                     replayed = bool(old)
                     f = self._full(ctx, skey, vpath, old + batch, meta,
                                    None if stale else saved, source_hint)
@@ -421,7 +422,8 @@ class LiveImporter:
             for u in chain:
                 f.chain_map.add(u)
         for n, (text, value) in enumerate(lines, 1):
-            f.feed(n, text, value)
+            if value is not None:  # a blank line: counted, as iter_jsonl counts it
+                f.feed(n, text, value)
         f.n = len(lines)
         f.newest_leaf = _newest_leaf(lines) if chain is not None else ""
         f.saw_uuid = any(_uuid(v) for _t, v in lines)
@@ -476,7 +478,8 @@ class LiveImporter:
             for u in walk:
                 f.chain_map.add(u)
         for i, (text, value) in enumerate(batch, n0 + 1):
-            f.feed(i, text, value)
+            if value is not None:
+                f.feed(i, text, value)
         f.n = n0 + len(batch)
         f.newest_leaf = new_leaf or leaf
         f.saw_uuid = saved["had_uuid"] or bool(parents)
@@ -560,6 +563,37 @@ class _SessionTable(PMap):
         super().__init__(state, _GLOBAL, "sessions", kenc=_pair_key)
 
 
+def read_lines(path, start: int, end: int | None = None) -> tuple[list[Line], int, list[str]]:
+    """The complete lines of a growing file from byte `start` (to `end`): (lines, the offset
+    after the last newline, problems). A last line still being written is left for the next
+    call. Lines parse as iter_jsonl parses them (bad ones kept as raw text, blank ones
+    counted); problems are "line k: ..." relative to `start`."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        data = fh.read() if end is None else fh.read(max(0, end - start))
+    cut = data.rfind(b"\n") + 1
+    out: list[Line] = []
+    problems: list[str] = []
+    for k, raw in enumerate(data[:cut].split(b"\n")[:-1], 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(f"line {k}: invalid UTF-8 ({exc.reason}); replaced")
+            text = raw.decode("utf-8", errors="replace")
+        text = text.rstrip("\r")
+        if not text.strip():
+            out.append((text, None))
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            problems.append(f"line {k}: malformed JSON ({exc.msg}); kept as raw text")
+            out.append((text, MALFORMED))
+            continue
+        out.append((text, value if isinstance(value, dict) else MALFORMED))
+    return out, start + cut, problems
+
+
 def parse_entries(entries: Iterable[Any]) -> list[Line]:
     """SDK entries (JSON values) as (text, value) lines; a non-object is kept as raw text."""
     out: list[Line] = []
@@ -569,4 +603,5 @@ def parse_entries(entries: Iterable[Any]) -> list[Line]:
     return out
 
 
-__all__ = ["AppendResult", "LiveImporter", "LiveState", "Line", "parse_entries", "FMT"]
+__all__ = ["AppendResult", "LiveImporter", "LiveState", "Line", "parse_entries", "read_lines",
+           "FMT"]

@@ -1,0 +1,126 @@
+"""Live capture from Claude Code: `ctx hooks install|uninstall claude-code`, `ctx hook`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .main import cli
+from .render import emit_json
+
+HARNESSES = click.Choice(["claude-code"])
+
+
+def _scope(user: bool) -> str:
+    return "user" if user else "project"
+
+
+@cli.group("hooks")
+def hooks_group() -> None:
+    """Install or remove the hooks that capture Claude Code sessions as they run.
+
+    The hooks run `ctx hook claude-code` on SessionStart, UserPromptSubmit, PostToolUse,
+    PreCompact, Stop and SubagentStop; each call imports what the transcript gained since the
+    previous one into the store found from the session's directory (or --store).
+
+    \b
+    Examples:
+      ctx hooks install claude-code            # this project's .claude/settings.json
+      ctx hooks install claude-code --user     # ~/.claude/settings.json, every project
+      ctx hooks uninstall claude-code
+    """
+
+
+@hooks_group.command("install")
+@click.argument("harness", type=HARNESSES)
+@click.option("--project", "scope", flag_value="project", default=True,
+              help="This project's .claude/settings.json (the default).")
+@click.option("--user", "scope", flag_value="user", help="~/.claude/settings.json "
+              "($CLAUDE_CONFIG_DIR/settings.json when set).")
+@click.option("--dir", "project", metavar="DIR", default=None,
+              help="The project directory for --project (default: the current one).")
+@click.option("--pin-store", is_flag=True,
+              help="Write this store's path into the hook command (default: the hook finds "
+                   "the store from the session's directory, like ctx does).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def hooks_install_cmd(state, harness: str, scope: str, project: str | None, pin_store: bool,
+                      as_json: bool) -> None:
+    """Merge ctx's hook entries into Claude Code's settings.json; other hooks stay as they are.
+
+    Installing twice changes nothing; installing with another interpreter replaces only
+    ctx's own entries.
+
+    \b
+    Examples:
+      ctx hooks install claude-code
+      ctx hooks install claude-code --user --pin-store
+    """
+    from ctxstore.integrations.claude_code import settings
+
+    store = str(state.repo.path) if pin_store else None
+    res = settings.install(settings.settings_path(scope, project), settings.hook_command(store))
+    if as_json:
+        emit_json(res)
+        return
+    if res["added"]:
+        click.echo(f"Installed the claude-code hook in {res['path']} "
+                   f"({', '.join(res['added'])})")
+    else:
+        click.echo(f"The claude-code hook is already installed in {res['path']}")
+
+
+@hooks_group.command("uninstall")
+@click.argument("harness", type=HARNESSES)
+@click.option("--project", "scope", flag_value="project", default=True,
+              help="This project's .claude/settings.json (the default).")
+@click.option("--user", "scope", flag_value="user", help="~/.claude/settings.json.")
+@click.option("--dir", "project", metavar="DIR", default=None,
+              help="The project directory for --project (default: the current one).")
+@click.option("--json", "as_json", is_flag=True)
+def hooks_uninstall_cmd(harness: str, scope: str, project: str | None, as_json: bool) -> None:
+    """Remove exactly ctx's hook entries from Claude Code's settings.json.
+
+    \b
+    Examples:
+      ctx hooks uninstall claude-code
+      ctx hooks uninstall claude-code --user
+    """
+    from ctxstore.integrations.claude_code import settings
+
+    res = settings.uninstall(settings.settings_path(scope, project))
+    if as_json:
+        emit_json(res)
+        return
+    if res["removed"]:
+        click.echo(f"Removed the claude-code hook from {res['path']} "
+                   f"({', '.join(res['removed'])})")
+    else:
+        click.echo(f"No claude-code hook of ctx's in {res['path']}")
+
+
+@cli.command("hook")
+@click.argument("harness", type=HARNESSES)
+@click.option("--json", "as_json", is_flag=True, help="Print what the call did.")
+@click.pass_obj
+def hook_cmd(state, harness: str, as_json: bool) -> None:
+    """Handle one Claude Code hook call (the hook JSON on stdin); always exits 0.
+
+    Imports the transcript from where the previous call stopped. Problems go to
+    .ctx/logs/hooks.log, never to the agent.
+
+    \b
+    Examples:
+      echo '{"transcript_path": "t.jsonl", "cwd": "."}' | ctx hook claude-code
+    """
+    from ctxstore.integrations.claude_code.hook import run_hook
+
+    try:
+        raw = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raw = ""
+        click.echo(f"ctx hook: cannot read stdin: {exc}", err=True)
+    res = run_hook(raw, state.store_path)
+    if as_json:
+        emit_json(res)

@@ -1,0 +1,167 @@
+"""Claude Code hooks: settings.json merged and unmerged exactly; `ctx hook claude-code` driven
+by recorded hook JSON against a transcript that grows line by line (a half-written last line
+included) gives what `ctx import` gives, also after the transcript is rewritten; a hook never
+fails the agent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ctxstore.cli.main import cli
+from ctxstore.importers import import_paths
+from ctxstore.integrations.claude_code import settings
+from ctxstore.repo import Repository
+from tests.corpus import require_corpus
+
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUse", "Stop"]
+
+
+def _branches(repo: Repository) -> dict:
+    return {sid: repo.branches(sid) for sid in repo.session_ids()}
+
+
+def test_install_merges_and_uninstall_removes_exactly_ours(tmp_path):
+    proj = tmp_path / "proj"
+    theirs = {"model": "opus", "hooks": {
+        "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "say hi"}]}]}}
+    path = proj / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(theirs))
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(proj), "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(path.read_text())
+    assert got["model"] == "opus"
+    for event in settings.EVENTS:
+        cmds = [h["command"] for g in got["hooks"][event] for h in g["hooks"]]
+        assert sum(settings.is_ours({"command": c}) for c in cmds) == 1, event
+    assert got["hooks"]["PostToolUse"][0] == theirs["hooks"]["PostToolUse"][0]
+    assert got["hooks"]["Notification"] == theirs["hooks"]["Notification"]
+    before = path.read_bytes()
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(proj)])
+    assert r.exit_code == 0 and "already installed" in r.output
+    assert path.read_bytes() == before
+    r = CliRunner().invoke(cli, ["hooks", "uninstall", "claude-code", "--dir", str(proj)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(path.read_text()) == theirs
+    r = CliRunner().invoke(cli, ["hooks", "uninstall", "claude-code", "--dir", str(proj)])
+    assert r.exit_code == 0 and "No claude-code hook" in r.output
+
+
+def test_install_user_scope_honours_claude_config_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--user"])
+    assert r.exit_code == 0, r.output
+    assert set(json.loads((tmp_path / "cfg" / "settings.json").read_text())["hooks"]) == \
+        set(settings.EVENTS)
+
+
+def test_bad_settings_file_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{not json")
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(tmp_path)])
+    assert r.exit_code == 10 and "settings.json:1" in r.output
+    assert path.read_text() == "{not json"
+
+
+def _hook(store: Path, data: dict) -> dict:
+    r = CliRunner().invoke(cli, ["--store", str(store), "hook", "claude-code", "--json"],
+                           input=json.dumps(data))
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def _reference(tmp: Path, files: list[tuple[str, bytes]]) -> dict:
+    """Branches after `ctx import` of each version of the transcript in turn."""
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    repo = Repository.init(tmp)
+    for name, data in files:
+        (tmp / name).write_bytes(data)
+        import_paths(repo, [tmp / name], format="claude-code")
+    out = _branches(repo)
+    repo.close()
+    return out
+
+
+def test_hook_follows_a_growing_transcript_line_by_line(tmp_path):
+    root = require_corpus()
+    src = root / "claude-code" / "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl"
+    lines = src.read_bytes().splitlines(keepends=True)
+    store = tmp_path / "store"
+    Repository.init(store).close()
+    work = tmp_path / "proj"
+    work.mkdir()
+    transcript = work / src.name
+    transcript.write_bytes(b"")
+    data = {"session_id": "s", "transcript_path": str(transcript), "cwd": str(work)}
+    for i, line in enumerate(lines):
+        with open(transcript, "ab") as fh:
+            fh.write(line[: len(line) // 2])  # Claude Code is half-way through a line
+        if i % 7 == 3:
+            assert _hook(store / ".ctx", {**data, "hook_event_name": "PostToolUse"})
+        with open(transcript, "ab") as fh:
+            fh.write(line[len(line) // 2:])
+        out = _hook(store / ".ctx", {**data, "hook_event_name": EVENTS[i % len(EVENTS)]})
+        assert out["captured"][0]["lines"] == 1
+        if i % 10 == 9 or i == len(lines) - 1:
+            repo = Repository.open(store / ".ctx")
+            want = _reference(tmp_path / "ref", [(src.name, b"".join(lines[:i + 1]))])
+            assert _branches(repo) == want, f"after line {i + 1}"
+            repo.close()
+    # nothing new: nothing done
+    assert _hook(store / ".ctx", {**data, "hook_event_name": "Stop"})["captured"][0]["lines"] == 0
+
+
+def test_hook_handles_a_rewritten_transcript(tmp_path):
+    root = require_corpus()
+    src = root / "claude-code" / "ccl_sample_many-summary-records_v1.0.24.jsonl"
+    lines = src.read_bytes().splitlines(keepends=True)
+    store = tmp_path / "store"
+    Repository.init(store).close()
+    transcript = tmp_path / src.name
+    first = b"".join(lines[:80])
+    transcript.write_bytes(first)
+    data = {"transcript_path": str(transcript), "cwd": str(tmp_path), "hook_event_name": "Stop"}
+    _hook(store / ".ctx", data)
+    # rewritten in place: a line in the middle changed, then more lines (not a prefix)
+    edited = list(lines)
+    rec = json.loads(edited[40])
+    rec["rewritten"] = True
+    edited[40] = (json.dumps(rec) + "\n").encode()
+    second = b"".join(edited)
+    transcript.write_bytes(second)
+    out = _hook(store / ".ctx", data)
+    assert out["captured"][0]["rewritten"] is True
+    repo = Repository.open(store / ".ctx")
+    assert _branches(repo) == _reference(tmp_path / "ref", [(src.name, first), (src.name, second)])
+    repo.close()
+    # shorter than what was imported: also a rewrite
+    transcript.write_bytes(b"".join(lines[:10]))
+    assert _hook(store / ".ctx", data)["captured"][0]["rewritten"] is True
+
+
+def test_a_hook_never_fails_the_agent(tmp_path):
+    store = tmp_path / "store"
+    Repository.init(store).close()
+    r = CliRunner().invoke(cli, ["--store", str(store / ".ctx"), "hook", "claude-code"],
+                           input="{this is not json")
+    assert r.exit_code == 0 and r.output == ""
+    log = (store / ".ctx" / "logs" / "hooks.log").read_text()
+    assert "error: JSONDecodeError" in log
+    bad = tmp_path / "t.jsonl"
+    bad.write_text('{"type": "user", "uuid": "u1"\n{"type": "x"}\n')
+    out = _hook(store / ".ctx", {"transcript_path": str(bad), "cwd": str(tmp_path)})
+    assert out["captured"][0]["lines"] == 2
+    assert "malformed JSON" in (store / ".ctx" / "logs" / "hooks.log").read_text()
+    # no store anywhere: still exit 0, one line on stderr
+    r = CliRunner().invoke(cli, ["hook", "claude-code"],
+                           input=json.dumps({"transcript_path": str(bad), "cwd": "/"}),
+                           env={"CTX_DIR": ""})
+    assert r.exit_code == 0
