@@ -26,8 +26,13 @@ MAX_WARNINGS_SHOWN = 20
               help="Any bad-input finding is an error and nothing is written.")
 @click.option("--json", "as_json", is_flag=True,
               help="{files, bytes, sessions, events, new_events, artifacts, warnings, ...}")
+@click.option("--follow", is_flag=True,
+              help="Keep importing one file as it grows (Claude Code, Codex, pi) until Ctrl-C.")
+@click.option("--interval", type=click.FloatRange(0.05), default=1.0, show_default=True,
+              metavar="SECONDS", help="With --follow: how often to look for new lines.")
 @click.pass_obj
-def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> None:
+def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool, follow: bool,
+               interval: float) -> None:
     """Import Claude Code, Codex or pi transcripts (or ctxstore JSONL) from files or folders.
 
     FORMAT is claude-code, codex, pi or jsonl; detected per file when omitted. A forced
@@ -48,11 +53,19 @@ def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> Non
       ctx import codex ~/.codex/sessions/2026/11/rollout-*.jsonl
       ctx import pi                   # ~/.pi/agent/sessions
       ctx import --strict session.jsonl
+      ctx import --follow ~/.codex/sessions/2026/11/rollout-x.jsonl   # while Codex runs
+
+    With --follow, PATH is one file still being written: every SECONDS the complete lines
+    it gained are imported (one transaction each, costing the new lines only) and a line
+    says what came in; Ctrl-C stops (exit 0). A file rewritten in place is imported again.
     """
     fmt = None
     paths = list(args)
     if paths and paths[0] in FORMATS:
         fmt = paths.pop(0)
+    if follow:
+        _follow(state, fmt, paths, interval, as_json)
+        return
     if not paths:
         paths = _default_paths(fmt, quiet=as_json)
     bar = None
@@ -89,6 +102,53 @@ def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool) -> Non
                    f"(--json lists every one in warning_list)", err=True)
     for n in report.notes:
         click.echo(f"note: {n}", err=True)
+
+
+def _follow(state, fmt: str | None, paths: list[str], interval: float, as_json: bool) -> None:
+    import json
+    import time
+    from pathlib import Path
+
+    from ctxstore.errors import InvalidInput
+    from ctxstore.importers import detect_format
+    from ctxstore.importers.follow import Follower
+
+    if len(paths) != 1 or not Path(paths[0]).is_file():
+        raise click.UsageError("--follow takes exactly one transcript FILE")
+    path = Path(paths[0])
+    fmt = fmt or detect_format(path)
+    if fmt not in ("claude-code", "codex", "pi"):
+        raise InvalidInput(f"{path}: --follow reads Claude Code, Codex and pi transcripts; "
+                           f"cannot tell this file's format (give FORMAT)")
+    follower = Follower(state.repo, path, fmt)
+    total = {"lines": 0, "new_events": 0}
+    shown = 0
+    if not as_json:
+        click.echo(f"Following {path} ({fmt}); Ctrl-C to stop", err=True)
+    try:
+        while True:
+            res = follower.poll()
+            for w in follower.warnings[shown:]:
+                where = f"{w['file']}:{w['line']}: " if "file" in w else f"{path.name}: "
+                click.echo(style("warning: ", fg="yellow") + where + w["message"], err=True)
+            shown = len(follower.warnings)
+            if res["lines"] or res["rewritten"]:
+                total["lines"] += res["lines"]
+                total["new_events"] += res["new_events"]
+                if as_json:
+                    click.echo(json.dumps(res))
+                else:
+                    again = " (rewritten: imported again)" if res["rewritten"] else ""
+                    click.echo(f"+{res['lines']} line(s), +{res['new_events']} event(s) "
+                               f"session {short(res['session'])}{again}")
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        follower.close()
+    if not as_json:
+        click.echo(f"Stopped following {path}: {total['lines']} line(s), "
+                   f"{total['new_events']} new event(s)", err=True)
 
 
 def _default_paths(fmt: str | None, quiet: bool) -> list[str]:

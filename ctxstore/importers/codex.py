@@ -62,7 +62,9 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def import_file(ctx: ImportContext, path: Path) -> None:
+def open_file(ctx: ImportContext, path: Path) -> Rollout:
+    """The session a rollout file starts (from its first lines), ready to be fed its lines
+    (`run`, or `feed` a line at a time: `ctx import --follow`)."""
     meta: dict = {}
     first_ts = ""
     title = ""
@@ -88,8 +90,13 @@ def import_file(ctx: ImportContext, path: Path) -> None:
                        ts=meta.get("timestamp") or first_ts, nonce=source,
                        origin={"format": FMT, "id": source, **links}, kind=kind,
                        parent_session=parent, cwd=str(meta.get("cwd") or ""), title=title)
-    Rollout(b).run(path)
-    b.finish()
+    return Rollout(b)
+
+
+def import_file(ctx: ImportContext, path: Path) -> None:
+    rollout = open_file(ctx, path)
+    rollout.run(path)
+    rollout.b.finish()
 
 
 class Rollout:
@@ -100,29 +107,32 @@ class Rollout:
         self.ghosts = None  # GhostCommits, on the first ghost_snapshot
 
     def run(self, path: Path) -> None:
+        for n, text, rec in iter_jsonl(self.b.ctx, path):
+            self.feed(n, text, rec)
+
+    def feed(self, n: int, text: str, rec: Any) -> None:
         b = self.b
-        for n, text, rec in iter_jsonl(b.ctx, path):
-            b.begin(n, rec, text)
-            if rec is MALFORMED:
-                b.append(f"{FMT}:malformed", "system", {})
-                continue
-            t = rec.get("type")
-            p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
-            ts = b.ts(rec.get("timestamp"))
-            if t == "response_item":
-                self.item(p, n, ts)
-            elif t == "compacted":
-                self.compacted(p, ts)
-            else:
-                if t not in KNOWN_TYPES:
-                    b.ctx.warn(b.file, n, f"unknown record type {t!r}; kept as {FMT}:{t}")
-                payload = {"subtype": p["type"]} if isinstance(p.get("type"), str) else {}
-                if t == "turn_context" and isinstance(p.get("model"), str):
-                    payload["model"] = self.model = p["model"]
-                elif t == "event_msg":
-                    self.annotate(p, payload)
-                b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system",
-                         payload, ts=ts)
+        b.begin(n, rec, text)
+        if rec is MALFORMED:
+            b.append(f"{FMT}:malformed", "system", {})
+            return
+        t = rec.get("type")
+        p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+        ts = b.ts(rec.get("timestamp"))
+        if t == "response_item":
+            self.item(p, n, ts)
+        elif t == "compacted":
+            self.compacted(p, ts)
+        else:
+            if t not in KNOWN_TYPES:
+                b.ctx.warn(b.file, n, f"unknown record type {t!r}; kept as {FMT}:{t}")
+            payload = {"subtype": p["type"]} if isinstance(p.get("type"), str) else {}
+            if t == "turn_context" and isinstance(p.get("model"), str):
+                payload["model"] = self.model = p["model"]
+            elif t == "event_msg":
+                self.annotate(p, payload)
+            b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system",
+                     payload, ts=ts)
 
     def annotate(self, p: dict, payload: dict) -> None:
         """What stats and titles need from an event_msg: the running token total (with the

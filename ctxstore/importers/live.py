@@ -29,11 +29,13 @@ session is re-imported from its lines on the next append.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import CtxError
@@ -43,6 +45,7 @@ from .claude_code import (
     ClaudeFile,
     _Entry,
     _head_of,
+    _meta,
     chain_of,
     is_agent_file,
     is_leaf,
@@ -594,6 +597,57 @@ def read_lines(path, start: int, end: int | None = None) -> tuple[list[Line], in
     return out, start + cut, problems
 
 
+# ---------------------------------------------------------------------------------------------
+# A transcript file that grows (ctx hook claude-code, ctx import --follow)
+
+WINDOW = 4096  # bytes hashed at each end of the imported prefix (the rewrite check)
+
+
+def _digest(path: Path, start: int, end: int) -> str:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        return hashlib.blake2b(fh.read(max(0, end - start)), digest_size=16).hexdigest()
+
+
+def _marks(path: Path, offset: int) -> dict[str, Any]:
+    return {"offset": offset, "head": _digest(path, 0, min(WINDOW, offset)),
+            "tail": _digest(path, max(0, offset - WINDOW), offset)}
+
+
+def _rewritten(path: Path, saved: dict) -> bool:
+    off = saved.get("offset", 0)
+    if os.path.getsize(path) < off:
+        return True
+    return _marks(path, off) != {k: saved.get(k) for k in ("offset", "head", "tail")}
+
+
+def capture(live: LiveImporter, transcript: Path) -> dict[str, Any]:
+    """Import what the Claude Code transcript gained since the last call (from the byte
+    offset that call reached); returns what happened. Before reading on, checks that the
+    file still starts with what was imported (its size, and hashes of the first and the
+    last WINDOW bytes before the offset: O(1), not a hash of the whole prefix); a rewritten
+    transcript is imported again from its first line."""
+    path = transcript.resolve()
+    skey = "hook\x1f" + str(path)
+    row = live.row(skey)
+    saved = (row or {}).get("extra") or {}
+    restart = bool(row) and _rewritten(path, saved)
+    start = 0 if restart or not row else saved["offset"]
+    lines, offset, problems = read_lines(path, start)
+    if not lines and not restart:
+        return {"transcript": str(path), "lines": 0, "problems": problems}
+    meta = _meta(path) if is_agent_file(path) else None
+    res = live.append(
+        skey, PurePosixPath(path), lines,
+        lambda: read_lines(path, 0, start)[0],
+        meta=meta or None, restart=restart,
+        extra=lambda _old: _marks(path, offset), message="claude-code hook")
+    return {"transcript": str(path), "session": res.session, "lines": len(lines),
+            "new_events": res.new_events, "rewritten": restart, "replayed": res.replayed,
+            "problems": problems + [f"{w['file']}:{w['line']}: {w['message']}"
+                                    for w in res.warnings]}
+
+
 def parse_entries(entries: Iterable[Any]) -> list[Line]:
     """SDK entries (JSON values) as (text, value) lines; a non-object is kept as raw text."""
     out: list[Line] = []
@@ -603,5 +657,5 @@ def parse_entries(entries: Iterable[Any]) -> list[Line]:
     return out
 
 
-__all__ = ["AppendResult", "LiveImporter", "LiveState", "Line", "parse_entries", "read_lines",
-           "FMT"]
+__all__ = ["AppendResult", "LiveImporter", "LiveState", "Line", "capture", "parse_entries",
+           "read_lines", "FMT"]

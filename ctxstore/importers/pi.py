@@ -71,7 +71,9 @@ def _first_prompt_title(path: Path) -> str:
     return ""
 
 
-def import_file(ctx: ImportContext, path: Path) -> None:
+def open_file(ctx: ImportContext, path: Path) -> PiFile:
+    """The session a pi file starts (its header line), ready to be fed its lines (`run`, or
+    `feed` a line at a time: `ctx import --follow`)."""
     header: dict = next(iter(peek_jsonl(path, limit=1)), {})
     if header.get("type") != "session":
         ctx.warn(path.name, 1, "no pi session header on the first line; session named after the file")
@@ -93,8 +95,13 @@ def import_file(ctx: ImportContext, path: Path) -> None:
                        ts=header.get("timestamp", ""), nonce=source, origin=origin,
                        kind="fork" if parent_path else "main", cwd=str(header.get("cwd") or ""),
                        title=_first_prompt_title(path), parent_session=parent)
-    PiFile(b, tree=isinstance(version, int) and version >= 2).run(path)
-    b.finish()
+    return PiFile(b, tree=isinstance(version, int) and version >= 2)
+
+
+def import_file(ctx: ImportContext, path: Path) -> None:
+    pf = open_file(ctx, path)
+    pf.run(path)
+    pf.b.finish()
 
 
 class PiFile:
@@ -108,20 +115,23 @@ class PiFile:
         self.prev_last = ""  # last event replaced by the previous compaction
 
     def run(self, path: Path) -> None:
+        for n, text, rec in iter_jsonl(self.b.ctx, path):
+            self.feed(n, text, rec)
+
+    def feed(self, n: int, text: str, rec: Any) -> None:
         b = self.b
-        for n, text, rec in iter_jsonl(b.ctx, path):
-            b.begin(n, rec, text)
-            if rec is MALFORMED:
-                b.append(f"{FMT}:malformed", "system", {})
-                self.by_index.append(b.tip)
-                continue
-            if self.tree and isinstance(rec.get("id"), str):
-                self.position(rec, n)
-            self.entry(rec, n)
+        b.begin(n, rec, text)
+        if rec is MALFORMED:
+            b.append(f"{FMT}:malformed", "system", {})
             self.by_index.append(b.tip)
-            if isinstance(rec.get("id"), str):
-                self.by_id[rec["id"]] = (b.tip, b.tip_gen)
-                self.last_id = rec["id"]
+            return
+        if self.tree and isinstance(rec.get("id"), str):
+            self.position(rec, n)
+        self.entry(rec, n)
+        self.by_index.append(b.tip)
+        if isinstance(rec.get("id"), str):
+            self.by_id[rec["id"]] = (b.tip, b.tip_gen)
+            self.last_id = rec["id"]
 
     def position(self, rec: dict, n: int) -> None:
         parent = rec.get("parentId")

@@ -15,64 +15,20 @@ A hook must never block or fail the agent: `run_hook` never raises; a problem is
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 import traceback
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from ...errors import CtxError
-from ...importers.claude_code import _meta, is_agent_file
-from ...importers.live import LiveImporter, read_lines
+from ...importers.live import LiveImporter, capture
 from ...repo import Repository
 
-WINDOW = 4096  # bytes hashed at each end of the imported prefix
 LOG = Path("logs") / "hooks.log"
 #: tools after which the workspace may have changed (the snapshot hook point)
 FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
-
-
-def _digest(path: Path, start: int, end: int) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        return hashlib.blake2b(fh.read(max(0, end - start)), digest_size=16).hexdigest()
-
-
-def _marks(path: Path, offset: int) -> dict[str, Any]:
-    return {"offset": offset, "head": _digest(path, 0, min(WINDOW, offset)),
-            "tail": _digest(path, max(0, offset - WINDOW), offset)}
-
-
-def _rewritten(path: Path, saved: dict) -> bool:
-    off = saved.get("offset", 0)
-    if os.path.getsize(path) < off:
-        return True
-    return _marks(path, off) != {k: saved.get(k) for k in ("offset", "head", "tail")}
-
-
-def capture(live: LiveImporter, transcript: Path) -> dict[str, Any]:
-    """Import what `transcript` gained since the last call; returns what happened."""
-    path = transcript.resolve()
-    skey = "hook\x1f" + str(path)
-    row = live.row(skey)
-    saved = (row or {}).get("extra") or {}
-    restart = bool(row) and _rewritten(path, saved)
-    start = 0 if restart or not row else saved["offset"]
-    lines, offset, problems = read_lines(path, start)
-    if not lines and not restart:
-        return {"transcript": str(path), "lines": 0, "problems": problems}
-    meta = _meta(path) if is_agent_file(path) else None
-    res = live.append(
-        skey, PurePosixPath(path), lines,
-        lambda: read_lines(path, 0, start)[0],
-        meta=meta or None, restart=restart,
-        extra=lambda _old: _marks(path, offset), message="claude-code hook")
-    return {"transcript": str(path), "session": res.session, "lines": len(lines),
-            "new_events": res.new_events, "rewritten": restart, "replayed": res.replayed,
-            "problems": problems + [f"{w['file']}:{w['line']}: {w['message']}"
-                                    for w in res.warnings]}
 
 
 def after_file_tool(repo: Repository, data: dict, session: str) -> str:
