@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Pages whose examples have a dedicated runner (they need a real module and their own checks).
-OWN_RUNNER = {"langgraph.md": "tests/test_langgraph_docs.py"}
+OWN_RUNNER = {"langgraph.md": "tests/test_langgraph_docs.py",
+              "claude-code.md": "tests/test_claude_code_docs.py"}
 DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in OWN_RUNNER)]
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 

@@ -73,13 +73,24 @@ class LiveState:
 
     def __init__(self, path, check_same_thread: bool = True) -> None:
         self.path = path
-        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
-                                  check_same_thread=check_same_thread)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # a lost commit is re-derived (see above)
-        self.db.execute("CREATE TABLE IF NOT EXISTS source (s TEXT PRIMARY KEY, v TEXT)")
-        self.db.execute("CREATE TABLE IF NOT EXISTS kv (s TEXT, m TEXT, k TEXT, v TEXT, "
-                        "PRIMARY KEY (s, m, k)) WITHOUT ROWID")
+        try:
+            self.db = self._open(check_same_thread)
+        except sqlite3.DatabaseError:
+            # a cache: a damaged file (say, after a power loss) is rebuilt from the store
+            Path(path).unlink(missing_ok=True)
+            self.db = self._open(check_same_thread)
+
+    def _open(self, check_same_thread: bool) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
+                             check_same_thread=check_same_thread)
+        db.execute("PRAGMA journal_mode=WAL")
+        # no fsync of its own: the repository's commit, before it, is the durable one; a
+        # state row that did not survive is re-derived (its tips no longer match the refs)
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("CREATE TABLE IF NOT EXISTS source (s TEXT PRIMARY KEY, v TEXT)")
+        db.execute("CREATE TABLE IF NOT EXISTS kv (s TEXT, m TEXT, k TEXT, v TEXT, "
+                   "PRIMARY KEY (s, m, k)) WITHOUT ROWID")
+        return db
 
     @classmethod
     def of(cls, repo: Repository, check_same_thread: bool = True) -> LiveState:
