@@ -26,6 +26,7 @@ AREAS = {
     "remote": "benchmarks.bench_remote",
     "langgraph": "benchmarks.bench_langgraph",
     "openai-agents": "benchmarks.bench_openai_agents",
+    "live": "benchmarks.bench_live_capture",
     "cli": "benchmarks.bench_cli",
     "retrieval": "benchmarks.bench_retrieval",
     "view": "benchmarks.bench_view",
