@@ -77,8 +77,12 @@ def run_hook(raw: str, store: str | None = None) -> dict[str, Any]:
         try:
             for key in ("transcript_path", "agent_transcript_path"):
                 tp = data.get(key)
-                if isinstance(tp, str) and tp and Path(tp).expanduser().exists():
+                if not isinstance(tp, str) or not tp:
+                    continue
+                if Path(tp).expanduser().exists():
                     out["captured"].append(capture(live, Path(tp).expanduser()))
+                else:
+                    log(ctx_dir, f"{tp}: {key} names no file; nothing imported")
             if out["captured"] and data.get("hook_event_name") == "PostToolUse":
                 out["snapshot"] = after_file_tool(repo, data,
                                                   out["captured"][0].get("session", ""))
