@@ -201,7 +201,8 @@ def _pair_key(k: tuple) -> str:
 # ---------------------------------------------------------------------------------------------
 # Builders to and from their state
 
-_BUILDER_FIELDS = ("sid", "root", "fmt", "file", "last_ts", "lines", "cur", "last_compaction",
+_BUILDER_FIELDS = ("sid", "root", "fmt", "file", "source_id", "cwd", "last_ts", "lines", "cur",
+                   "last_compaction",
                    "pending_boundary", "pending_meta")
 
 
