@@ -165,3 +165,63 @@ def test_a_hook_never_fails_the_agent(tmp_path):
                            input=json.dumps({"transcript_path": str(bad), "cwd": "/"}),
                            env={"CTX_DIR": ""})
     assert r.exit_code == 0
+
+
+def test_hook_snapshots_the_project_onto_the_workspace_branch(tmp_path, monkeypatch):
+    """With hook_snapshots asked for, a PostToolUse of a file-writing tool snapshots the cwd
+    onto the session's `workspace` branch, main stays exactly what `ctx import` gives, an
+    unchanged tree records nothing, and `ctx restore` brings an earlier version back."""
+    root = require_corpus()
+    src = root / "claude-code" / "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl"
+    lines = src.read_bytes().splitlines(keepends=True)
+    store = tmp_path / "store"
+    Repository.init(store).close()
+    monkeypatch.setenv("CTX_HOOK_SNAPSHOTS", "1")
+    work = tmp_path / "proj"
+    work.mkdir()
+    transcript = tmp_path / src.name
+    transcript.write_bytes(b"".join(lines[:10]))
+    data = {"transcript_path": str(transcript), "cwd": str(work),
+            "hook_event_name": "PostToolUse"}
+    (work / "parser.py").write_text("v1\n")
+    out = _hook(store / ".ctx", {**data, "tool_name": "Read"})
+    assert "snapshot" not in out or not out["snapshot"]  # a read writes nothing
+    out = _hook(store / ".ctx", {**data, "tool_name": "Write"})
+    assert "on workspace" in out["snapshot"]
+    first = out["snapshot"].split()[1]
+    sid = out["captured"][0]["session"]
+    repo = Repository.open(store / ".ctx")
+    assert set(repo.branches(sid)) >= {"main", "workspace"}
+    main1 = repo.branches(sid)["main"]
+    ev = repo.graph.event(repo.branches(sid)["workspace"])
+    assert ev.type == "WorkspaceSnapshot" and list(ev.parents) == [main1]
+    repo.close()
+    # unchanged files: nothing recorded
+    assert not _hook(store / ".ctx", {**data, "tool_name": "Bash"}).get("snapshot")
+    # the transcript grows, a file changes: the next snapshot follows the first
+    transcript.write_bytes(b"".join(lines[:20]))
+    (work / "parser.py").write_text("v2\n")
+    out = _hook(store / ".ctx", {**data, "tool_name": "Edit"})
+    assert out["captured"][0]["lines"] == 10 and "~1" in out["snapshot"]
+    repo = Repository.open(store / ".ctx")
+    tips = repo.branches(sid)
+    ev = repo.graph.event(tips["workspace"])
+    assert ev.parents[0].startswith(first) and ev.parents[1] == tips["main"] != main1
+    want = _reference(tmp_path / "ref", [(src.name, b"".join(lines[:20]))])
+    assert {s: {b: t for b, t in br.items() if b != "workspace"}
+            for s, br in _branches(repo).items()} == want
+    repo.close()
+    # the first version comes back
+    r = CliRunner().invoke(cli, ["--store", str(store / ".ctx"), "restore", first,
+                                 "--root", str(work)])
+    assert r.exit_code == 0, r.output
+    assert (work / "parser.py").read_text() == "v1\n"
+    # the restore recorded its before/after snapshots on workspace, not on the transcript's main
+    repo = Repository.open(store / ".ctx")
+    after = repo.branches(sid)
+    assert after["main"] == tips["main"] and after["workspace"] != tips["workspace"]
+    assert repo.graph.event(after["workspace"]).type == "WorkspaceSnapshot"
+    repo.close()
+    transcript.write_bytes(b"".join(lines[:25]))
+    out = _hook(store / ".ctx", {**data, "tool_name": "Read"})
+    assert out["captured"][0]["lines"] == 5 and not out["captured"][0]["replayed"]

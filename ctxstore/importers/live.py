@@ -647,7 +647,9 @@ def capture(live: LiveImporter, transcript: Path) -> dict[str, Any]:
     start = 0 if restart or not row else saved["offset"]
     lines, offset, problems = read_lines(path, start)
     if not lines and not restart:
-        return {"transcript": str(path), "lines": 0, "problems": problems}
+        builders = (row or {}).get("builders") or [{}]
+        return {"transcript": str(path), "session": builders[0].get("sid", ""), "lines": 0,
+                "problems": problems}
     meta = _meta(path) if is_agent_file(path) else None
     res = live.append(
         skey, PurePosixPath(path), lines,

@@ -1,7 +1,9 @@
 """Porcelain for workspace snapshots: `ctx snapshot`, `ctx restore`, `ctx diff --files`.
 
 Revisions are resolved here; the work is ctxstore.workspace's (docs/format.md "Workspace
-snapshots"). Snapshots and restores append to HEAD's branch."""
+snapshots"). Snapshots and restores append to HEAD's branch — except a restore in a session
+whose files the Claude Code hook snapshots: it records on that session's `workspace` branch,
+because main there is the transcript's and the live import would take it back."""
 
 from __future__ import annotations
 
@@ -20,9 +22,22 @@ def restore(repo, rev: str, paths: tuple[str, ...] = (), *, root: str | None = N
             dry_run: bool = False, force: bool = False):
     from ..workspace.restore import restore as do_restore
 
-    ref = None if dry_run else repo.head_branch()
-    return do_restore(repo, resolve_event(repo, rev), paths, root=root, dry_run=dry_run,
+    event = resolve_event(repo, rev)
+    ref = None if dry_run else _restore_branch(repo, event)
+    return do_restore(repo, event, paths, root=root, dry_run=dry_run,
                       force=force, ref=ref, label=rev)
+
+
+def _restore_branch(repo, event: str) -> str:
+    from ..refs import branch_ref
+    from ..workspace.auto import HOOK_BRANCH
+
+    sid = repo.session_of_event(event)
+    if sid:
+        ws = branch_ref(sid, HOOK_BRANCH)
+        if repo.refs.read(ws) is not None:
+            return ws
+    return repo.head_branch()
 
 
 def diff_files(repo, a: str, b: str, *, patch: bool = False):

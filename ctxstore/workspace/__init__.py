@@ -15,7 +15,7 @@ _LAZY = {
     "restore": ".restore", "RestorePlan": ".restore",
     "diff_files": ".filediff", "FilesDiff": ".filediff",
     "auto_snapshot_enabled": ".auto", "after_tool_result": ".auto",
-    "before_compaction": ".auto",
+    "before_compaction": ".auto", "snapshot_for_hook": ".auto",
 }
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 __all__ = sorted(_LAZY)

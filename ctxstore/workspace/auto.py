@@ -78,3 +78,49 @@ def before_compaction(cm) -> SnapshotResult | None:
     return take_snapshot(cm.repo, session_root(cm.repo, cm.session), ref=cm.ref,
                          reason="before compaction", only_if_changed=True,
                          command="api: auto snapshot")
+
+
+#: The branch of a live-captured session that holds the hook's snapshots.
+HOOK_BRANCH = "workspace"
+
+
+def snapshot_for_hook(repo, root, *, session: str) -> str:
+    """The Claude Code hook's snapshot after a file-writing tool: ROOT onto the session's
+    `workspace` branch. Returns one line for the hook log ("" when the tree is unchanged).
+
+    Why a branch of its own: main of a live-captured session is exactly what `ctx import`
+    would write for the transcript (the live importer re-imports a session whose tips moved
+    under it), so the snapshot cannot be appended there. Each snapshot's first parent is the
+    previous snapshot (`workspace~N` is N snapshots back, so `ctx restore workspace~1` works
+    and the branch only moves forward) and its second parent main's tip when it was taken
+    (which point of the conversation the files belong to)."""
+    from ..refs import branch_ref
+    from . import gitdb
+    from .snapshot import SNAPSHOT_TYPE, capture, ctx_dir_of, remember
+
+    if not session:
+        return ""
+    root = gitdb.normalize_root(root)
+    main_ref, ws_ref = branch_ref(session, "main"), branch_ref(session, HOOK_BRANCH)
+    with gitdb.snapshot_lock(ctx_dir_of(repo)):
+        cap = capture(repo, root)
+        if cap.unchanged:
+            return ""
+        with repo.transaction(ws_ref, message="snapshot: after a file-writing tool",
+                              command="ctx hook claude-code") as tx:
+            main_tip = tx.read(main_ref)
+            prev = tx.read(ws_ref)
+            payload = cap.payload("after a file-writing tool")
+            if prev is None:
+                if main_tip is None:
+                    return ""  # nothing captured yet to attach the files to
+                eid = tx.event(SNAPSHOT_TYPE, "system", payload, (main_tip,), session=session)
+                tx.create_ref(ws_ref, eid)
+            else:
+                extra = () if main_tip is None or main_tip in \
+                    repo.graph.event(prev).parents else (main_tip,)
+                eid = tx.append(SNAPSHOT_TYPE, "system", payload, extra_parents=extra,
+                                ref=ws_ref)
+        remember(repo, root, cap.workspace)
+    return (f"snapshot {eid[:12]} of {root} on {HOOK_BRANCH}: "
+            f"+{cap.added} ~{cap.modified} -{cap.deleted} ({cap.files} files)")

@@ -34,22 +34,16 @@ FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 def after_file_tool(repo: Repository, data: dict, session: str) -> str:
     """The workspace-snapshot hook point: after a tool that may write files, if the store's
     config asks for it (`"hook_snapshots": true` in .ctx/config.json, or CTX_HOOK_SNAPSHOTS=1
-    in Claude Code's environment) and this ctxstore has workspace snapshots
-    (ctxstore.workspace), snapshot the project. Returns what was done ("" for nothing)."""
+    in Claude Code's environment), snapshot the project (the hook input's cwd) onto the
+    session's `workspace` branch (ctxstore.workspace.snapshot_for_hook says why there).
+    Returns the line to log ("" for nothing)."""
     asked = repo.config.get("hook_snapshots") is True or \
         os.environ.get("CTX_HOOK_SNAPSHOTS", "") in ("1", "true", "yes")
     if data.get("tool_name") not in FILE_TOOLS or not asked:
         return ""
-    import importlib.util
+    from ...workspace import snapshot_for_hook
 
-    if importlib.util.find_spec("ctxstore.workspace") is None:
-        return "snapshot asked for, but this ctxstore has no workspace snapshots"
-    from ... import workspace  # type: ignore[attr-defined]  # lands with issue 15
-
-    snap = getattr(workspace, "snapshot_for_hook", None)
-    if snap is None:
-        return "snapshot asked for, but ctxstore.workspace has no snapshot_for_hook"
-    return str(snap(repo, Path(data.get("cwd") or "."), session=session))
+    return snapshot_for_hook(repo, Path(data.get("cwd") or "."), session=session)
 
 
 def log(ctx_dir: Path | None, line: str) -> None:
