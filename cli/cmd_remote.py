@@ -96,15 +96,28 @@ def remote_remove(state, name) -> None:
 @click.option("--force-with-lease", "lease", is_flag=True,
               help="Allow non-fast-forward updates, but only of remote refs still where this "
                    "store last fetched or pushed them.")
+@click.option("--redact/--no-redact", "redact", default=None,
+              help="Push a copy with secrets replaced, kept in this store so the next push "
+                   "sends only what is new (default: the redaction policy's on_push, off "
+                   "unless set). Local branches are never rewritten.")
 @click.option("--json", "as_json", is_flag=True)
 @progress_option
 @click.pass_obj
-def push_cmd(state, remote, sessions, all_sessions, lease, as_json, show_progress) -> None:
+def push_cmd(state, remote, sessions, all_sessions, lease, redact, as_json,
+             show_progress) -> None:
     """Send sessions (default: HEAD's; all their branches and their title) to a git remote.
 
     Each ref moves only by fast-forward, checked by the remote's own compare-and-swap; only
     what the remote lacks is sent. Refs under refs/ctx/ only: the remote's branches and tags
     are never touched.
+
+    With --redact (or `"redaction": {"on_push": true}` in the store's or session's config)
+    the remote gets a copy of the history with every secret replaced by [REDACTED:<type>]:
+    new ids from the first redacted event on, the same ids before it. The copy is kept in
+    this store (the remote-tracking refs name it) and remembered per policy, so pushing a
+    growing session again sends only its new events, as a fast-forward. The raw branches
+    stay as they are; `ctx pull` reports the remote's copy as `redacted-copy`
+    (docs/redaction.md).
 
     \b
     Examples:
@@ -113,12 +126,15 @@ def push_cmd(state, remote, sessions, all_sessions, lease, as_json, show_progres
                                         #   too, when no remote has that name)
       ctx push origin --all             # every session
       ctx push --force-with-lease       # after a reset: replace the remote's branch
+      ctx push --redact                 # a copy without secrets; again later: only new events
+      ctx push --no-redact backup       # raw, although the policy says on_push
+      ctx push --redact --json          # the redaction report (counts per detector, no secret)
     """
     from ctxstore.gitbridge.push import push
 
     remote, sessions = _remote_or_session(state.repo, remote, list(sessions))
     _report(lambda progress: push(state.repo, remote, sessions, all_sessions=all_sessions,
-                                  force_with_lease=lease, progress=progress),
+                                  force_with_lease=lease, progress=progress, redact=redact),
             _print_push, as_json, show_progress)
 
 
@@ -158,9 +174,19 @@ def _print_push(result, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
         return
+    if result.redaction is not None:
+        from ctxstore.porcelain.redact import describe
+
+        for line in describe(result.redaction):
+            click.echo(line)
+        if result.redaction["reused"]:
+            click.echo(f"  {result.redaction['reused']} object(s) already redacted by an "
+                       f"earlier push (push map)")
     click.echo(f"To {result.url}")
     for r in result.refs:
         name = _session_branch(r.ref)
+        if r.raw_ref is not None and r.raw_ref != r.ref:
+            name += f" (redacted copy of {_session_branch(r.raw_ref)})"
         if r.action == "up-to-date":
             click.echo(f" = {name}  [up to date]")
         elif r.action == "rejected":
@@ -253,6 +279,9 @@ def _print_pull(result, as_json: bool) -> None:
             click.echo(f"Fast-forward {name} {short(b.old)}..{short(b.new)}")
         elif b.action == "ahead":
             click.echo(f"Branch {name} is ahead of the remote (`ctx push` sends it)")
+        elif b.action == "redacted-copy":
+            click.echo(f"Branch {name}: the remote holds the redacted copy this store pushed "
+                       f"(other ids; left as it is, `ctx push --redact` updates it)")
         elif b.action == "diverged":
             click.echo(f"Branch {name} diverged: {b.ahead} and {b.behind} different events "
                        f"each")

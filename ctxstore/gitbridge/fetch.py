@@ -183,13 +183,15 @@ class BranchPull:
     ref: str
     old: str | None
     new: str
-    action: str  # create | fast-forward | up-to-date | ahead | diverged
+    action: str  # create | fast-forward | up-to-date | ahead | diverged | redacted-copy
     ahead: int = 0
     behind: int = 0
+    #: the remote's branch holds a redacted copy this store pushed (`ctx push --redact`)
+    redacted: bool = False
 
     def to_dict(self) -> dict:
         return {"ref": self.ref, "old": self.old, "new": self.new, "action": self.action,
-                "ahead": self.ahead, "behind": self.behind}
+                "ahead": self.ahead, "behind": self.behind, "redacted": self.redacted}
 
 
 @dataclass
@@ -210,9 +212,12 @@ class PullResult:
 def pull(repo, remote: str = DEFAULT_REMOTE, *, progress: Progress | None = None) -> PullResult:
     """Fetch, then create the branches this store lacks and fast-forward those behind, in one
     transaction. RefConflict (after the rest moved) when a branch diverged."""
+    from ..redaction.pushmap import redacted_images
+
     fetched = fetch(repo, remote, progress=progress)
     result = PullResult(fetched)
     graph = repo.graph
+    images = redacted_images(repo)  # {redacted id: raw id} of this store's redacted pushes
     moves: list[BranchPull] = []
     for name, tip in sorted(tracking_refs(repo, remote).items()):
         ref = local_ref(name, remote)
@@ -220,7 +225,12 @@ def pull(repo, remote: str = DEFAULT_REMOTE, *, progress: Progress | None = None
             continue
         old = repo.refs.read(ref)
         b = BranchPull(ref, old, tip, "up-to-date")
-        if old is None:
+        raw = images.get(tip)
+        if raw is not None and (old is None or graph.is_ancestor(raw, old)):
+            # the remote holds the redacted copy this store pushed: by id it differs from
+            # the raw branch from its first redacted event on; nothing to take from it
+            b.action, b.redacted = "redacted-copy", True
+        elif old is None:
             b.action = "create"
         elif old != tip:
             if graph.is_ancestor(old, tip):
@@ -230,6 +240,7 @@ def pull(repo, remote: str = DEFAULT_REMOTE, *, progress: Progress | None = None
             else:
                 d = graph.diff(old, tip)
                 b.action, b.ahead, b.behind = "diverged", len(d.only_a), len(d.only_b)
+                b.redacted = any(e in images for e in d.only_b)
         result.branches.append(b)
         if b.action in ("create", "fast-forward"):
             moves.append(b)
@@ -248,7 +259,10 @@ def diverged_message(remote: str, diverged: list[BranchPull]) -> str:
     for b in diverged:
         sid, _, branch = b.ref[len(SESSIONS_PREFIX):].partition("/")
         parts.append(f"{sid[:12]}/{branch} and {remote}/{sid[:12]}/{branch} have diverged, and "
-                     f"have {b.ahead} and {b.behind} different events each")
+                     f"have {b.ahead} and {b.behind} different events each" +
+                     (" (the remote's continues the redacted copy this store pushed: "
+                      f"`ctx branch NAME {remote}/{sid[:12]}/{branch}` takes it into a branch "
+                      "of its own)" if b.redacted else ""))
     return ("; ".join(parts) + " — left as they are: `ctx merge REMOTE/SESSION/BRANCH` keeps "
             "both, `ctx reset REMOTE/SESSION/BRANCH` takes the remote's")
 

@@ -37,10 +37,16 @@ class RefPush:
     pack_bytes: int = 0
     commit: str = ""
     old_commit: str | None = None
+    #: a redacted push: the raw local ref and tip this ref's redacted copy was made from
+    raw_ref: str | None = None
+    raw_tip: str | None = None
 
     def to_dict(self) -> dict:
-        return {"ref": self.ref, "old": self.old, "new": self.new, "action": self.action,
-                "reason": self.reason, "objects": self.objects, "pack_bytes": self.pack_bytes}
+        out = {"ref": self.ref, "old": self.old, "new": self.new, "action": self.action,
+               "reason": self.reason, "objects": self.objects, "pack_bytes": self.pack_bytes}
+        if self.raw_ref is not None:
+            out["raw_ref"], out["raw_tip"] = self.raw_ref, self.raw_tip
+        return out
 
 
 @dataclass
@@ -48,14 +54,19 @@ class PushResult:
     remote: str
     url: str
     refs: list[RefPush] = field(default_factory=list)
+    #: a redacted push: what the rewrite found and did (counts only, never a secret)
+    redaction: dict | None = None
 
     @property
     def rejected(self) -> list[RefPush]:
         return [r for r in self.refs if r.action == "rejected"]
 
     def to_dict(self) -> dict:
-        return {"remote": self.remote, "url": self.url, "refs": [r.to_dict() for r in self.refs],
-                "rejected": len(self.rejected)}
+        out = {"remote": self.remote, "url": self.url, "refs": [r.to_dict() for r in self.refs],
+               "rejected": len(self.rejected), "redacted": self.redaction is not None}
+        if self.redaction is not None:
+            out["redaction"] = self.redaction
+        return out
 
 
 def select_refs(repo, sessions: list[str], all_sessions: bool) -> dict[str, str]:
@@ -85,12 +96,24 @@ def select_refs(repo, sessions: list[str], all_sessions: bool) -> dict[str, str]
 
 def push(repo, remote: str, sessions: list[str] | None = None, *, all_sessions: bool = False,
          force_with_lease: bool = False, progress: Progress | None = None,
-         send_filter: SendFilter | None = None) -> PushResult:
-    """Push; raises RefConflict (after pushing what it could) when a ref was rejected."""
+         send_filter: SendFilter | None = None, redact: bool | None = None) -> PushResult:
+    """Push; raises RefConflict (after pushing what it could) when a ref was rejected.
+
+    `redact`: send a redacted copy (True), the raw history (False), or what the redaction
+    policy's `on_push` says (None); docs/format.md "Redacted pushes"."""
+    from ..redaction.policy import choose
+    from ..redaction.views import policy_for_refs
+
     url = remote_url(repo, remote)
     refs = select_refs(repo, list(sessions or ()), all_sessions)
+    policy = policy_for_refs(repo, refs) if redact is not False else None
     with mir.transfer_lock(repo):
-        result = _push(repo, remote, url, refs, force_with_lease, progress, send_filter)
+        if policy is not None and choose(redact, policy, "push"):
+            result = _push_redacted(repo, remote, url, refs, policy, force_with_lease, progress,
+                                    send_filter)
+        else:
+            result = _push(repo, remote, url, refs, force_with_lease, progress, send_filter)
+            _explain_redacted_remote(repo, result)
     if result.rejected:
         lines = "; ".join(f"{r.ref}: {r.reason}" for r in result.rejected)
         raise RefConflict(f"push to {remote} rejected {len(result.rejected)} ref(s): {lines}",
@@ -98,8 +121,50 @@ def push(repo, remote: str, sessions: list[str] | None = None, *, all_sessions: 
     return result
 
 
+def _push_redacted(repo, remote: str, url: str, refs: dict[str, str], policy,
+                   force_with_lease: bool, progress: Progress | None,
+                   send_filter: SendFilter | None) -> PushResult:
+    """The redacted copy is written into the store and the push map first (steps 1-2 of
+    docs/format.md "Redacted pushes"), then pushed like any refs; the transaction stays open
+    around the push so the copy's objects are not collected before the tracking refs name
+    them."""
+    from ..redaction.pushmap import redact_into_store
+
+    if progress is not None:
+        progress("redact", 0, 0)
+    with repo.transaction(message=f"push {remote} --redact") as tx:
+        red = redact_into_store(repo, tx, refs, policy)
+        result = _push(repo, remote, url, red.refs, force_with_lease, progress, send_filter,
+                       label=f"push {remote} --redact")
+    result.redaction = red.to_dict()
+    for p in result.refs:
+        p.raw_ref = red.raw[p.ref]
+        p.raw_tip = refs[p.raw_ref]
+        if p.action == "rejected" and p.reason.startswith("non-fast-forward"):
+            p.reason += (" (a redacted copy has other ids than the raw history and than a copy "
+                         "made under another redaction policy)")
+    return result
+
+
+def _explain_redacted_remote(repo, result: PushResult) -> None:
+    """A raw push refused because the remote holds the redacted copy this store pushed says
+    so, rather than suggesting a pull and merge of the copy into the raw branch."""
+    refused = [p for p in result.rejected if p.reason.startswith("non-fast-forward")]
+    if not refused:
+        return
+    from ..redaction.pushmap import redacted_images
+
+    images = redacted_images(repo)
+    for p in refused:
+        if p.old in images:
+            p.reason = ("the remote holds the redacted copy this store pushed (`ctx push "
+                        "--redact` updates it; --force-with-lease would replace it with the "
+                        "raw history, secrets included)")
+
+
 def _push(repo, remote: str, url: str, refs: dict[str, str], force_with_lease: bool,
-          progress: Progress | None, send_filter: SendFilter | None) -> PushResult:
+          progress: Progress | None, send_filter: SendFilter | None,
+          label: str | None = None) -> PushResult:
     mirror = mir.open_mirror(repo)
     git_remote, callbacks = connect(mirror, url, progress)
     advertised = list_ctx_refs(git_remote, callbacks, url)
@@ -114,7 +179,8 @@ def _push(repo, remote: str, url: str, refs: dict[str, str], force_with_lease: b
         for p in todo:
             _write_commit(repo, mirror, p, advertised, tracked, send_filter, meta)
         _send(repo, mirror, git_remote, callbacks, url, todo)
-        _record(repo, mirror, remote, [p for p in todo if p.action != "rejected"])
+        _record(repo, mirror, remote, [p for p in todo if p.action != "rejected"],
+                label or f"push {remote}")
     return result
 
 
@@ -238,16 +304,15 @@ def _send(repo, mirror, git_remote, callbacks, url: str, todo: list[RefPush]) ->
             p.action, p.reason = "rejected", f"the remote refused it: {message}"
 
 
-def _record(repo, mirror, remote: str, done: list[RefPush]) -> None:
+def _record(repo, mirror, remote: str, done: list[RefPush], label: str) -> None:
     """The mirror's tracking refs, then the ctx remote-tracking refs in one transaction."""
     if not done:
         return
     for p in done:
         mir.set_git_ref(mirror, f"refs/remotes/{remote}/{p.ref[len('refs/'):]}", p.commit)
-    with repo.transaction(message=f"push {remote}") as tx:
+    with repo.transaction(message=label) as tx:
         for p in done:
             name = tracking_ref(remote, p.ref[len("refs/"):])
             if name is None:
                 continue
-            tx.set_ref(name, p.new, expected=tx.read(name),
-                       message=f"push {remote}: {p.action}")
+            tx.set_ref(name, p.new, expected=tx.read(name), message=f"{label}: {p.action}")

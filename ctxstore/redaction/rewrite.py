@@ -106,11 +106,17 @@ class Rewriter:
     store). `mapping` grows across calls: old id -> new id (equal when nothing changed)."""
 
     def __init__(self, source: ObjectStore, target: ObjectStore, redactor: Redactor,
-                 put_event: PutEvent | None = None) -> None:
+                 put_event: PutEvent | None = None,
+                 known: Mapping[str, str] | None = None) -> None:
         self.source = source
         self.target = target
         self.redactor = redactor
         self.put_event = put_event
+        #: redacted ids from earlier rewrites with the same policy (a push map): an object
+        #: found here, whose copy `target` still holds, is not visited again
+        self.known = known or {}
+        self.reused = 0
+        self.events: set[str] = set()  # events this rewrite visited
         self.mapping: dict[str, str] = {}
         self.sizes: dict[str, int] = {}  # new content id -> its size
         self.report = RewriteReport(engines=redactor.engines)
@@ -123,6 +129,11 @@ class Rewriter:
         while stack:
             oid, expanded = stack.pop()
             if oid in mapping:
+                continue
+            hit = self.known.get(oid)
+            if hit is not None and (hit == oid or hit in self.target):
+                mapping[oid] = hit
+                self.reused += 1
                 continue
             try:
                 type_name, body = source.get_raw(oid)
@@ -163,10 +174,13 @@ class Rewriter:
             return self._chunks(oid)
         value = codec.unpack_value(body)
         self.report.bytes_scanned += len(body)
+        if type_name == "event":
+            self.events.add(oid)
         fired: list[str] = []
         new = self._value(value, fired)
-        if type_name == "artifact" and isinstance(new, dict) and new.get("content") in self.sizes:
-            new["size"] = self.sizes[new["content"]]
+        if type_name == "artifact" and isinstance(new, dict) and isinstance(value, dict) and \
+                new.get("content") != value.get("content"):
+            new["size"] = self._size(new["content"])
         if new == value:
             return oid
         self.report.add(type_name, tuple(fired))
@@ -175,6 +189,20 @@ class Rewriter:
         else:
             nid = self.target.put(type_name, new)
         return self._changed(oid, nid)
+
+    def _size(self, content: str) -> int:
+        """The size of a redacted content (rewritten now, or earlier: from the push map)."""
+        if content not in self.sizes:
+            from ..chunking import content_size
+
+            self.sizes[content] = content_size(self.target, content)
+        return self.sizes[content]
+
+    def records(self) -> dict[str, str]:
+        """What a push map keeps of this rewrite (docs/format.md "Redacted pushes"): every
+        event visited, changed or not, and every other object whose id changed."""
+        return {o: n for o, n in self.mapping.items()
+                if o not in self.known and (o in self.events or o != n)}
 
     def _changed(self, oid: str, nid: str) -> str:
         if nid != oid:
@@ -222,11 +250,13 @@ def _is_binary(data: bytes) -> bool:
 
 def remap_refs(refs: Mapping[str, str], mapping: Mapping[str, str]) -> dict[str, str]:
     """Ref tips through a rewrite; a session's refs follow its session id if that changed
-    (`refs/sessions/<sid>/<branch>`)."""
+    (`refs/sessions/<sid>/<branch>`, `refs/session-meta/<sid>`)."""
     out = {}
     for name, tip in refs.items():
         parts = name.split("/")
         if len(parts) >= 4 and parts[0] == "refs" and parts[1] == "sessions" and parts[2] in mapping:
+            parts[2] = mapping[parts[2]]
+        elif len(parts) == 3 and parts[:2] == ["refs", "session-meta"] and parts[2] in mapping:
             parts[2] = mapping[parts[2]]
         out["/".join(parts)] = mapping.get(tip, tip)
     return out
