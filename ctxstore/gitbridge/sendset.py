@@ -7,8 +7,10 @@ link to (messages, artifacts, blobs, chunks, sessions, compactions, snapshots), 
 the remote already has. An event linked from a new object but not reached by the walk (a
 compaction range, a memory's source) is left out only if it is an ancestor of a base.
 
-`SendFilter` is the place for a transformation of what is sent (a future `redact` hook):
-it receives the ref, its tip and the ids and returns the ids to send.
+`SendFilter` lets a caller narrow what is sent: it receives the ref, its tip and the ids and
+returns the ids to send. It cannot change ids, so redaction does not go through it: a redacted
+push rewrites the refs' history into the store first and pushes the redacted refs
+(push.py, docs/format.md "Redacted pushes").
 """
 
 from __future__ import annotations

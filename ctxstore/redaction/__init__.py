@@ -3,8 +3,9 @@ when a context is built (by default), and on request or by policy when a session
 store (export, pack, push); `purge` rewrites history deliberately, as an undoable operation.
 
     from ctxstore.redaction import Redactor, policy_for, redacted_view
-    view = redacted_view(repo, {"refs/sessions/SID/main": tip})   # for a push: send view.refs
-                                                                   # from view.store
+    view = redacted_view(repo, {"refs/sessions/SID/main": tip})   # a pack: view.refs from
+                                                                   # view.store
+    # a git push keeps its copy: ctxstore.redaction.pushmap.redact_into_store
 
 Nothing here imports detect-secrets until a Redactor is built (extra `redact`).
 """

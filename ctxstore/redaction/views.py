@@ -1,10 +1,9 @@
-"""Redacted views of a repository for what leaves it: packs, exports and git pushes.
+"""Redacted views of a repository for what leaves it once: packs and exports.
 
-`redacted_view(repo, refs)` is the library function a transport calls: it rewrites everything
-the refs reach into an overlay (the store is not touched) and returns the overlay, the refs as
-they name the redacted tips, and a report. A git push (ctxstore/gitbridge) calls it when
-`--redact` is given or the policy's `on_push` is set (`choose(flag, policy_for_refs(...),
-"push")`), then sends `view.refs` from `view.store` instead of the originals.
+`redacted_view(repo, refs)` rewrites everything the refs reach into an overlay (the store is
+not touched) and returns the overlay, the refs as they name the redacted tips, and a report.
+A git push keeps its copy instead (the remote-tracking refs must name it, and the next push
+must reuse its ids): that is `pushmap.redact_into_store`, docs/format.md "Redacted pushes".
 """
 
 from __future__ import annotations
