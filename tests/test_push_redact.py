@@ -297,3 +297,47 @@ def test_push_map_golden_vectors_and_torn_tail(tmp_path):
     path.write_bytes(b"garbage")
     with pytest.raises(CorruptStore, match="not a redaction push map"):
         PushMap(path)
+
+
+def test_kill_9_during_a_redacted_push(tmp_path):
+    """kill -9 at several moments of a redacted push (rewrite, push map, git push, tracking
+    refs): the remote holds no ref or the redacted tip, never a secret; the raw branch never
+    moves; the next push finishes and the one after sends nothing."""
+    import shutil
+    import string
+
+    from .remotetools import Machine
+    from .test_remote_crash import FRACTIONS, _kill_after, _timed, _tip_of
+
+    a = Machine(tmp_path / "a", events=1)
+    rnd = __import__("random").Random(7)
+    keys = ["AKIA" + "".join(rnd.choice(string.ascii_uppercase + string.digits)
+                             for _ in range(16)) for _ in range(600)]
+    lines = "".join(json.dumps({"type": "UserPromptSubmitted", "actor": "user", "payload": {
+        "text": f"{i} key {k} " + os.urandom(1500).hex()}}) + "\n" for i, k in enumerate(keys))
+    a("append", "--batch", "-", input=lines)
+    raw_tip, sid = a.tip(), a.session()
+    probe_root = tmp_path / "probe"
+    shutil.copytree(a.root, probe_root)
+    probe = Ctx(probe_root)
+    probe("remote", "add", "origin", str(bare(tmp_path / "probe.git")))
+    full = _timed(probe_root, "push", "--redact")
+    expected = probe.json("push", "--redact")["refs"][0]["new"]
+    assert expected != raw_tip
+    remote = bare(tmp_path / "r.git")
+    a("remote", "add", "origin", str(remote))
+    ref, tracking = f"refs/ctx/sessions/{sid}/main", f"{sid}/main"
+    for f in FRACTIONS:
+        _kill_after(a.root, full * f, "push", "--redact")
+        fsck_strict(remote)
+        assert _tip_of(remote, ref) in (None, expected)
+        a("fsck")
+        assert {t["name"]: t["tip"] for t in a.json("branch", "-r")}.get(tracking) in \
+            (None, expected)
+        assert a.tip() == raw_tip
+    out = a.json("push", "--redact")
+    assert out["refs"][0]["new"] == expected and _tip_of(remote, ref) == expected
+    assert a.json("push", "--redact")["refs"][0]["action"] == "up-to-date"
+    text, _ = remote_text(remote, tmp_path)
+    assert not [k for k in keys if k in text]
+    a("fsck", "--full")
