@@ -13,7 +13,12 @@ ratios, not seconds across runs):
   `write_pack` of exactly the new objects (no walk) — target: push ≤ 2× the pack;
 - clone (fetch + import + checkout) into a second store vs `ctx unpack` of the full pack;
 - with --designs: the mapping of docs/format.md "Git remotes" against one git blob per ctx
-  object (a prototype kept here), full and incremental push, size on the remote.
+  object (a prototype kept here), full and incremental push, size on the remote;
+- with --redact (`ctx push --redact`, docs/format.md "Redacted pushes"), on a session with a
+  fake credential in its first prompt and in every 200th (so every event after the first is
+  rewritten): the first redacted push, a second one of the unchanged session, and an
+  incremental one after 1,000 new events, each beside a plain push of the same refs to
+  another empty remote in the same run.
 """
 
 from __future__ import annotations
@@ -115,6 +120,8 @@ def run(quick: bool = True) -> list[dict]:
         rows = bench(tmp, 20_000 if quick else 100_000)
         if "--designs" in sys.argv:
             rows += designs(tmp / "designs", 20_000)
+        if "--redact" in sys.argv:
+            rows += redacted(tmp / "redact", 20_000 if quick else 100_000)
         return rows
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -179,6 +186,52 @@ def designs(tmp: Path, n: int) -> list[dict]:
             for name, full, size, inc in (
                 ("ctxpack blobs in commits (chosen)", t_a, size_a, ti_a),
                 ("one git blob per ctx object", t_b, size_b, ti_b))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Redacted pushes
+# ---------------------------------------------------------------------------------------------
+
+FAKE_KEY = "AKIA" + "Q3EGUWCEXAMPLE7K"
+
+
+def _secret_events(tx, start: int, n: int) -> None:
+    """N prompt/response pairs' worth of events; every 200th prompt carries a fake AWS key."""
+    for i in range(start, start + n):
+        text = f"prompt {i}: " + "the quick brown fox jumps over the lazy dog " * 4
+        if i % 200 == 0:
+            text += f" export AWS_ACCESS_KEY_ID={FAKE_KEY}"
+        kind = ("UserPromptSubmitted", "ModelResponseReceived")[i % 2]
+        tx.append(kind, "user" if i % 2 == 0 else "model", {"text": text})
+
+
+def redacted(tmp: Path, n: int) -> list[dict]:
+    tmp.mkdir(parents=True)
+    repo = Repository.init(tmp / "a", durability="never")
+    repo.new_session(title="bench", nonce=f"redact{n}", ts="2026-03-01T00:00:00.000Z")
+    with repo.transaction(message="bench") as tx:
+        _secret_events(tx, 0, n)
+    repo.store.flush()
+    remotes.add_remote(repo, "red", str(_bare(tmp / "red.git")))
+    remotes.add_remote(repo, "plain", str(_bare(tmp / "plain.git")))
+    rows = []
+
+    def pair(case: str) -> None:
+        t_plain, plain = _timed(gpush.push, repo, "plain", redact=False)
+        t_red, red = _timed(gpush.push, repo, "red", redact=True)
+        rows.append({"benchmark": "redacted push", "case": case, "seconds": t_red,
+                     "objects": red.refs[0].objects, "rewritten": red.redaction["rewritten"],
+                     "baseline": "plain push", "baseline s": t_plain,
+                     "baseline objects": plain.refs[0].objects, "ratio": t_red / t_plain})
+
+    pair(f"first push, {n} events")
+    pair("second push, unchanged session")
+    with repo.transaction(message="bench") as tx:
+        _secret_events(tx, n, 1000)
+    repo.store.flush()
+    pair("incremental push, +1,000 events")
+    repo.close()
+    return rows
 
 
 def main() -> None:

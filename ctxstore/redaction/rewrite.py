@@ -124,11 +124,16 @@ class Rewriter:
     def rewrite(self, roots: Iterable[str]) -> dict[str, str]:
         """Rewrite everything reachable from ROOTS; returns the mapping of the roots."""
         roots = list(roots)
-        stack: list[tuple[str, bool]] = [(r, False) for r in reversed(roots)]
+        #: (id, (type, body, decoded value) once read: an object waiting for its children
+        #: is not read and decoded a second time)
+        stack: list[tuple[str, tuple | None]] = [(r, None) for r in reversed(roots)]
         mapping, source = self.mapping, self.source
         while stack:
-            oid, expanded = stack.pop()
+            oid, read = stack.pop()
             if oid in mapping:
+                continue
+            if read is not None:
+                mapping[oid] = self._one(oid, *read)
                 continue
             hit = self.known.get(oid)
             if hit is not None and (hit == oid or hit in self.target):
@@ -144,18 +149,19 @@ class Rewriter:
                 mapping[oid] = oid
                 self.report.workspace += 1
                 continue
-            if not expanded and type_name != "chunks" and has_links(type_name):
+            value = None
+            if type_name != "chunks" and has_links(type_name):
                 value = codec.unpack_value(body)
                 children = [c for c in references(type_name, value) if c not in mapping]
                 if children:
-                    stack.append((oid, True))
-                    stack.extend((c, False) for c in children)
+                    stack.append((oid, (type_name, body, value)))
+                    stack.extend((c, None) for c in children)
                     continue
-            mapping[oid] = self._one(oid, type_name, body)
+            mapping[oid] = self._one(oid, type_name, body, value)
         return {r: mapping[r] for r in roots}
 
     # -- one object ------------------------------------------------------------------------------
-    def _one(self, oid: str, type_name: str, body: bytes) -> str:
+    def _one(self, oid: str, type_name: str, body: bytes, value: Any = None) -> str:
         self.report.objects += 1
         if type_name == "blob":
             data = codec.decode_body("blob", body)
@@ -172,7 +178,8 @@ class Rewriter:
             return self._changed(oid, nid)
         if type_name == "chunks":
             return self._chunks(oid)
-        value = codec.unpack_value(body)
+        if value is None:
+            value = codec.unpack_value(body)
         self.report.bytes_scanned += len(body)
         if type_name == "event":
             self.events.add(oid)
