@@ -159,16 +159,24 @@ def test_incremental_redacted_push_sends_only_new_objects_as_fast_forward(seeded
     assert not leaked(remote_text(remote, tmp_path)[0])
 
 
-def test_on_push_policy_is_the_default_and_no_redact_overrides(tmp_path):
+def cli_store(tmp_path, remotes: tuple[str, ...] = ("origin",), **init) -> tuple[Ctx, list]:
+    """A store with the seeded session checked out, driven through the CLI, and a bare
+    repository added as each of REMOTES; returns (ctx, [their paths])."""
     root = tmp_path / "a"
-    repo = Repository.init(root, redaction={"on_push": True})
+    repo = Repository.init(root, **init)
     cm = seeded(repo)
     repo.close()
     ctx = Ctx(root)
     ctx("checkout", cm.session)
-    r1, r2 = bare(tmp_path / "r1.git"), bare(tmp_path / "r2.git")
-    ctx("remote", "add", "origin", str(r1))
-    ctx("remote", "add", "raw", str(r2))
+    paths = []
+    for name in remotes:
+        paths.append(bare(tmp_path / f"{name}.git"))
+        ctx("remote", "add", name, str(paths[-1]))
+    return ctx, paths
+
+
+def test_on_push_policy_is_the_default_and_no_redact_overrides(tmp_path):
+    ctx, (r1, r2) = cli_store(tmp_path, ("origin", "raw"), redaction={"on_push": True})
     out = ctx.json("push")
     assert out["redacted"] is True and out["redaction"]["redactions"] >= len(SECRETS)
     assert set(out["redaction"]) >= {"by_detector", "by_type", "engines", "reused", "rewritten"}
@@ -178,28 +186,34 @@ def test_on_push_policy_is_the_default_and_no_redact_overrides(tmp_path):
     assert sorted(leaked(remote_text(r2, tmp_path)[0])) == sorted(SECRETS)
 
 
-def test_push_without_policy_or_flag_is_raw(tmp_path):
-    root = tmp_path / "a"
-    repo = Repository.init(root)
-    cm = seeded(repo)
-    repo.close()
-    ctx = Ctx(root)
-    ctx("checkout", cm.session)
+def test_a_session_policy_on_push_makes_its_pushes_redacted(tmp_path):
+    from ctxstore import ContextManager
+
+    repo = Repository.init(tmp_path / "a")
+    cm = ContextManager.start(repo, title="t", config={"redaction": {"on_push": True}})
+    cm.add_user_message(planted("github"))
+    other = ContextManager.start(repo, title="u")
+    other.add_user_message(planted("slack"))
     remote = bare(tmp_path / "r.git")
-    ctx("remote", "add", "origin", str(remote))
+    add_remote(repo, "origin", str(remote))
+    assert gpush.push(repo, "origin", [cm.session]).redaction is not None
+    assert gpush.push(repo, "origin", [other.session]).redaction is None  # its own: raw
+    # both at once: the strictest applies to all
+    remote2 = bare(tmp_path / "r2.git")
+    add_remote(repo, "both", str(remote2))
+    assert gpush.push(repo, "both", all_sessions=True).redaction is not None
+    assert not leaked(remote_text(remote2, tmp_path)[0])
+    repo.close()
+
+
+def test_push_without_policy_or_flag_is_raw(tmp_path):
+    ctx, (remote,) = cli_store(tmp_path)
     assert ctx.json("push")["redacted"] is False
     assert leaked(remote_text(remote, tmp_path)[0])
 
 
 def test_cli_push_redact_clone_and_pull(tmp_path):
-    root = tmp_path / "a"
-    repo = Repository.init(root)
-    cm = seeded(repo)
-    repo.close()
-    a = Ctx(root)
-    a("checkout", cm.session)
-    remote = bare(tmp_path / "r.git")
-    a("remote", "add", "origin", str(remote))
+    a, (remote,) = cli_store(tmp_path)
     res = a("push", "--redact")
     assert res.exit_code == 0
     assert "redacted " in res.stdout and "[new branch]" in res.stdout

@@ -26,7 +26,6 @@ MAP_DIR = "redaction"
 HEADER = b"ctx-redaction-map 1\n"
 RECORD = 64
 FINGERPRINT_VERSION = 1
-META_PREFIX = "refs/session-meta/"
 
 
 def fingerprint(redactor: Redactor) -> str:
@@ -131,16 +130,13 @@ def redact_into_store(repo, tx, refs: Mapping[str, str],
     """Steps 1-2 of a redacted push (docs/format.md "Redacted pushes"): rewrite what REFS
     reach and the push map does not cover into the store through transaction TX, make it
     durable, then append the new records to the map. Returns the redacted refs."""
-    from ..refs import split_branch_ref
+    from .views import session_of_ref
 
     redactor = Redactor(policy)
     pmap = open_map(repo, redactor)
     by_session: dict[str | None, list[str]] = {}
     for name, tip in refs.items():
-        parts = split_branch_ref(name)
-        sid = parts[0] if parts else \
-            name[len(META_PREFIX):] if name.startswith(META_PREFIX) else None
-        by_session.setdefault(sid, []).append(tip)
+        by_session.setdefault(session_of_ref(name), []).append(tip)
     current: list[str | None] = [None]  # the redacted id of the session being rewritten
     rw = Rewriter(repo.store, repo.store, redactor, known=pmap.entries,
                   put_event=lambda f: tx.put_event(f, current[0]))

@@ -37,19 +37,43 @@ class RedactedView:
 
 
 def policy_for_refs(repo: Repository, refs: Mapping[str, str]) -> RedactionPolicy:
-    """The store's policy with the extra patterns of every session the refs belong to (one
-    pack or push may carry several sessions; the strictest union applies to all)."""
-    policy = policy_for(repo)
-    extra: list[tuple[str, str]] = []
+    """The policy for what leaves the store with REFS (a pack or push may carry several
+    sessions): each session's own policy (the store's, its config's keys winning) decides for
+    it, and the strictest union applies to all — the extra patterns of every session, and
+    `on_export`/`on_pack`/`on_push` if any of them sets it. Without sessions, the store's."""
+    store = policy_for(repo)
+    sessions = []
     for name in refs:
-        parts = split_branch_ref(name)
-        if parts:
-            for p in policy_for(repo, parts[0]).patterns:
-                if p not in policy.patterns and p not in extra:
-                    extra.append(p)
-    if not extra:
-        return policy
-    return RedactionPolicy(**{**policy.__dict__, "patterns": policy.patterns + tuple(extra)})
+        sid = session_of_ref(name)
+        if sid and sid not in sessions:
+            sessions.append(sid)
+    if not sessions:
+        return store
+    policies = [policy_for(repo, sid) for sid in sessions]
+    extra: list[tuple[str, str]] = []
+    for p in policies:
+        for pat in p.patterns:
+            if pat not in store.patterns and pat not in extra:
+                extra.append(pat)
+    flags = {f"on_{a}": any(p.default_for(a) for p in policies)
+             for a in ("export", "pack", "push")}
+    changed = {k: v for k, v in flags.items() if v != getattr(store, k)}
+    if not extra and not changed:
+        return store
+    return RedactionPolicy(**{**store.__dict__, **changed,
+                              "patterns": store.patterns + tuple(extra)})
+
+
+META_PREFIX = "refs/session-meta/"
+
+
+def session_of_ref(name: str) -> str | None:
+    """The session a travelling ref belongs to: `refs/sessions/<sid>/<branch>` or
+    `refs/session-meta/<sid>`; None for any other ref."""
+    parts = split_branch_ref(name)
+    if parts:
+        return parts[0]
+    return name[len(META_PREFIX):] if name.startswith(META_PREFIX) else None
 
 
 def redacted_view(repo: Repository, refs: Mapping[str, str],
