@@ -355,3 +355,24 @@ def test_kill_9_during_a_redacted_push(tmp_path):
     text, _ = remote_text(remote, tmp_path)
     assert not [k for k in keys if k in text]
     a("fsck", "--full")
+
+
+def test_a_collected_copy_is_rewritten_again_with_the_same_ids(seeded_repo, tmp_path):
+    """The push map is a cache: after the remote is removed and gc collected its copy, the
+    map's records name missing objects; the next redacted push rewrites (same ids) rather
+    than naming an object the store lacks."""
+    from ctxstore.gitbridge.remotes import remove_remote
+    from ctxstore.maintenance.gc import gc
+
+    repo, cm = seeded_repo
+    add_remote(repo, "origin", str(bare(tmp_path / "r.git")))
+    first = gpush.push(repo, "origin", redact=True).refs[0]
+    assert first.new in repo.store
+    remove_remote(repo, "origin")
+    gc(repo, prune="now", expire="now", expire_unreachable="now")
+    assert first.new not in repo.store  # the copy is gone, the map still names it
+    add_remote(repo, "again", str(bare(tmp_path / "again.git")))
+    again = gpush.push(repo, "again", redact=True)
+    assert again.refs[0].new == first.new and again.redaction["rewritten"] > 0
+    assert again.refs[0].new in repo.store
+    assert repo.refs.read(cm.ref) == cm.tip
