@@ -140,6 +140,7 @@ def test_incremental_redacted_push_sends_only_new_objects_as_fast_forward(seeded
         path.unlink()
     assert gpush.push(repo, "origin", redact=True).refs[0].action == "up-to-date"
 
+    team, _ = gfetch.clone(str(remote), str(tmp_path / "team"))  # a teammate's store
     cm.add_user_message("one more: " + planted("github"))
     cm.add_assistant_message("noted")
     third = gpush.push(repo, "origin", redact=True)
@@ -157,6 +158,12 @@ def test_incremental_redacted_push_sends_only_new_objects_as_fast_forward(seeded
     assert [str(p) for p in commit2.parent_ids] == [commit1]  # a git fast-forward too
     fsck_strict(remote)
     assert not leaked(remote_text(remote, tmp_path)[0])
+    # the teammate's pull is a plain fast-forward onto the grown copy
+    pulled = gfetch.pull(team, "origin")
+    assert [(b.action, b.new) for b in pulled.branches] == [("fast-forward", r.new)]
+    assert pulled.fetch.new_objects <= r.objects
+    assert not leaked(everything_in(team.store))
+    team.close()
 
 
 def cli_store(tmp_path, remotes: tuple[str, ...] = ("origin",), **init) -> tuple[Ctx, list]:
