@@ -93,12 +93,16 @@ def resume_chain(path: Path) -> set[str] | None:
     compact boundary) from the newest non-sidechain user/assistant line. None when the file
     has no such line (the line-order rule applies then)."""
     def records():
+        links, link_error = _link_decoder()
         with open(path, "rb") as fh:
             for raw in fh:
-                try:
-                    yield jsonparse.loads(raw)
-                except ValueError:
-                    continue
+                try:  # the five fields chain_of reads (~4x faster than the whole line)
+                    yield links(raw)
+                except link_error:  # not a JSON object msgspec reads: the whole line decides
+                    try:
+                        yield jsonparse.loads(raw)
+                    except ValueError:
+                        continue
 
     return chain_of(records())
 
@@ -107,12 +111,16 @@ def chain_of(records: Iterable[Any]) -> set[str] | None:
     """resume_chain over parsed lines (the live importer holds them, not a file)."""
     parents: dict[str, str | None] = {}
     leaf = ""
+    kinds = (dict, _links_type())
     for rec in records:
-        if not isinstance(rec, dict) or not isinstance(rec.get("uuid"), str):
+        if not isinstance(rec, kinds):
             continue
-        parents[rec["uuid"]] = _parent_of(rec)
+        uuid = rec.get("uuid")
+        if not isinstance(uuid, str):
+            continue
+        parents[uuid] = _parent_of(rec)
         if rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
-            leaf = rec["uuid"]
+            leaf = uuid
     if not leaf:
         return None
     chain: set[str] = set()
@@ -127,6 +135,44 @@ def is_leaf(rec: Any) -> bool:
     """A line the resume chain can start from (the newest one does)."""
     return (isinstance(rec, dict) and isinstance(rec.get("uuid"), str)
             and rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"))
+
+
+_LINKS: tuple | None = None
+
+
+def _link_decoder():
+    """(decode, error types): a msgspec decoder of the five link fields of a line into an
+    object with `get` (other keys are skipped, not built), or json via jsonparse without
+    msgspec. Values are those of the parsed line: msgspec refuses what json.loads reads
+    differently, and the caller then parses the whole line."""
+    global _LINKS
+    if _LINKS is None:
+        try:
+            import msgspec
+        except ImportError:  # pragma: no cover - a core dependency
+            def decode(raw: bytes) -> Any:
+                raise ValueError("no msgspec")
+            _LINKS = (decode, ValueError, dict)
+            return _LINKS[:2]
+
+        class Links(msgspec.Struct):
+            uuid: Any = None
+            parentUuid: Any = None
+            logicalParentUuid: Any = None
+            type: Any = None
+            isSidechain: Any = None
+
+            def get(self, key: str, default: Any = None) -> Any:
+                return getattr(self, key, default)
+
+        _LINKS = (msgspec.json.Decoder(Links).decode, msgspec.MsgspecError, Links)
+    return _LINKS[:2]
+
+
+def _links_type() -> type:
+    """The class `_link_decoder` decodes into (chain_of reads it like a dict)."""
+    _link_decoder()
+    return _LINKS[2]
 
 
 class _Entry:

@@ -39,21 +39,31 @@ def message_strings(messages: list[dict]) -> dict[str, list]:
     """string -> [k, *path] for every string of at least MIN_REF_CHARS in the decoded messages
     (the first place a string occurs wins)."""
     out: dict[str, list] = {}
-
-    def walk(value: Any, path: list) -> None:
-        if isinstance(value, str):
-            if len(value) >= MIN_REF_CHARS and value not in out:
-                out[value] = path
-        elif isinstance(value, dict):
-            for key, v in value.items():
-                walk(v, [*path, key])
-        elif isinstance(value, list):
-            for i, v in enumerate(value):
-                walk(v, [*path, i])
-
     for k, msg in enumerate(messages):
-        walk(msg, [k])
+        _strings_of(msg, [k], out)
     return out
+
+
+def _strings_of(value: Any, path: list, out: dict[str, list]) -> None:
+    """Add the long strings under `value` (a dict or list) to `out`, depth first in key order.
+    The path of a string is built only when it is kept: most strings are short or repeated."""
+    items = value.items() if type(value) is dict else enumerate(value)
+    for key, v in items:
+        t = type(v)
+        if t is str:
+            if len(v) >= MIN_REF_CHARS and v not in out:
+                out[v] = [*path, key]
+        elif t is dict or t is list:
+            path.append(key)
+            _strings_of(v, path, out)
+            path.pop()
+        elif isinstance(v, str):
+            if len(v) >= MIN_REF_CHARS and v not in out:
+                out[v] = [*path, key]
+        elif isinstance(v, (dict, list)):
+            path.append(key)
+            _strings_of(v, path, out)
+            path.pop()
 
 
 class _Reducer:
@@ -67,6 +77,8 @@ class _Reducer:
         self.blobs: dict[str, str] = {}
         self.blob_text: dict[str, str] = {}  # pointer -> the string a blob holds (for the check)
         self.ref_text: dict[str, str] = {}  # pointer -> the string a ref stands for
+        self.parts: dict[str, tuple] = {}  # pointer -> its keys and indexes (for _put)
+        self._path: list = []
 
     def keep_paying_refs(self, line: Any, free: set[int]) -> None:
         """Drop the refs into a message that save fewer than MIN_MESSAGE_GAIN characters (naming
@@ -75,32 +87,100 @@ class _Reducer:
         for pointer, ref in self.refs.items():
             gain[ref[0]] = gain.get(ref[0], 0) + len(self.ref_text[pointer])
         for pointer in [p for p, ref in self.refs.items() if gain[ref[0]] < MIN_MESSAGE_GAIN]:
-            _set(line, pointer, self.ref_text[pointer])
+            _put(line, self.parts[pointer], self.ref_text[pointer])
             del self.refs[pointer]
 
-    def walk(self, value: Any, path: str) -> Any:
-        if isinstance(value, str):
-            if len(value) >= MIN_REF_CHARS:
-                ref = self.strings.get(value)
-                if ref is not None:
-                    self.refs[path] = ref
-                    self.ref_text[path] = value
-                    return ""
-            if len(value) > self.threshold // 4 and len(
-                    data := value.encode("utf-8", "surrogatepass")) > self.threshold:
-                try:
-                    data.decode("utf-8")
-                except UnicodeDecodeError:
-                    return value
-                self.blobs[path] = put_large(self.store, data, self.chunking)
-                self.blob_text[path] = value
-                return ""
+    def walk(self, value: Any) -> Any:
+        """`value` with the strings a message holds (refs) and the long ones (blobs) replaced by
+        "". Pointers are JSON pointers (RFC 6901); one is built only for a string that is
+        replaced. Only the dicts and lists on the way to a replaced string are copied; the rest
+        is shared with `value` (neither is changed afterwards, except by `_put` on the copy)."""
+        self._path = []
+        if isinstance(value, (dict, list)):
+            self._find(value, dict if isinstance(value, dict) else list)
+        elif isinstance(value, str):
+            return self._leaf(value)
+        if not self.parts:
             return value
-        if isinstance(value, dict):
-            return {k: self.walk(v, f"{path}/{_esc(k)}") for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.walk(v, f"{path}/{i}") for i, v in enumerate(value)]
+        root = dict(value) if isinstance(value, dict) else list(value)
+        copies: dict[tuple, Any] = {(): root}
+        for parts in self.parts.values():
+            target = root
+            for i in range(len(parts) - 1):
+                inner = copies.get(parts[:i + 1])
+                if inner is None:
+                    inner = target[parts[i]]
+                    inner = dict(inner) if isinstance(inner, dict) else list(inner)
+                    target[parts[i]] = copies[parts[:i + 1]] = inner
+                target = inner
+            target[parts[-1]] = ""
+        return root
+
+    def _find(self, value: Any, t: type) -> None:
+        """Record the strings of one dict or list to replace (`_leaf`). Strings that stay
+        (short, or in no message and short of the blob size) and other scalars cost no call:
+        they are nearly all of a line."""
+        path = self._path
+        strings = self.strings
+        big = self.threshold // 4
+        for key, v in (value.items() if t is dict else enumerate(value)):
+            vt = type(v)
+            if vt is str:
+                n = len(v)
+                if n <= big and (n < MIN_REF_CHARS or v not in strings):
+                    continue
+                path.append(key)
+                self._leaf(v)
+            elif vt is dict or vt is list:
+                path.append(key)
+                self._find(v, vt)
+            elif vt in _SCALARS:
+                continue
+            else:
+                path.append(key)
+                if isinstance(v, str):
+                    self._leaf(v)
+                elif isinstance(v, (dict, list)):
+                    self._find(v, dict if isinstance(v, dict) else list)
+            path.pop()
+
+    def _pointer(self) -> str:
+        parts = tuple(self._path)
+        pointer = _POINTERS.get(parts)
+        if pointer is None:
+            pointer = "".join(f"/{_esc(p)}" if type(p) is str else f"/{p}" for p in parts)
+            if len(_POINTERS) >= _POINTERS_MAX:
+                _POINTERS.clear()
+            _POINTERS[parts] = pointer
+        self.parts[pointer] = parts
+        return pointer
+
+    def _leaf(self, value: str) -> Any:
+        if len(value) >= MIN_REF_CHARS:
+            ref = self.strings.get(value)
+            if ref is not None:
+                path = self._pointer()
+                self.refs[path] = ref
+                self.ref_text[path] = value
+                return ""
+        if len(value) > self.threshold // 4 and len(
+                data := value.encode("utf-8", "surrogatepass")) > self.threshold:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                return value
+            path = self._pointer()
+            self.blobs[path] = put_large(self.store, data, self.chunking)
+            self.blob_text[path] = value
+            return ""
         return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None), bytes})
+
+#: path -> JSON pointer: the same few paths (message.content.0.text, ...) recur on every line
+_POINTERS: dict[tuple, str] = {}
+_POINTERS_MAX = 4096
 
 
 def _esc(key: str) -> str:
@@ -123,21 +203,20 @@ def _set(line: Any, pointer: str, text: Any) -> None:
         target[last] = text
 
 
+def _put(line: Any, parts: tuple, text: Any) -> None:
+    """`_set` by the keys and indexes the walk went through (no pointer to parse)."""
+    target = line
+    for p in parts[:-1]:
+        target = target[p]
+    target[parts[-1]] = text
+
+
 def _follow(value: Any, path: list) -> Any:
     for key in path:
         value = value[key]
     if not isinstance(value, str):
         raise KeyError(path)
     return value
-
-
-def _rebuild(line: Any, refs: dict[str, list], messages: list[dict],
-             blob_text: dict[str, str]) -> Any:
-    for pointer, ref in refs.items():
-        _set(line, pointer, _follow(messages[ref[0]], ref[1:]))
-    for pointer, text in blob_text.items():
-        _set(line, pointer, text)
-    return line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,14 +236,14 @@ def keep_line(store, value: Any, text: str, threshold: int,
     try:
         ids = [mid for mid, _ in messages]
         red = _Reducer(store, threshold, message_strings([m for _, m in messages]), chunking)
-        line = red.walk(value, "")
+        line = red.walk(value)
         red.keep_paying_refs(line, free={k for k, mid in enumerate(ids) if mid == implied})
         if red.refs:
             kept = _reduced(value, line, red, messages, implied)
             if kept is not None:
                 return kept
             red = _Reducer(store, threshold, {}, chunking)  # the whole line after all
-            line = red.walk(value, "")
+            line = red.walk(value)
         kept = {"record": line}
         if red.blobs:
             kept["blobs"] = red.blobs
@@ -189,15 +268,19 @@ def _reduced(value: Any, line: Any, red: _Reducer, messages: list[tuple[str, dic
         kept["messages"] = order[1:] if implied else order
     if red.blobs:
         kept["blobs"] = red.blobs
-    # the check export relies on: the stored form plus the messages give back the line
-    stored = codec.unpack_value(codec.pack_value(kept))
+    codec.pack_value(kept)  # raises CodecError if the line has no canonical form
+    # the check export relies on: the record plus the messages give back the line. The record
+    # is the line with "" at each pointer (walk), so it comes down to each ref reading back
+    # its string from the message it now names.
     forms = dict(messages)
     try:
-        again = _rebuild(stored["record"], stored["refs"], [forms[mid] for mid in order],
-                         red.blob_text)
+        ordered = [forms[mid] for mid in order]
+        for pointer, ref in refs.items():
+            if _follow(ordered[ref[0]], ref[1:]) != red.ref_text[pointer]:
+                return None
     except (KeyError, IndexError, TypeError, ValueError):
         return None
-    return kept if again == value else None
+    return kept
 
 
 def source_objects(source: Any) -> list[str]:

@@ -21,15 +21,19 @@ class Block:
     KIND: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:  # dataclasses.fields() builds a tuple per call: once per class
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))
         out: dict[str, Any] = {"type": self.KIND}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if v not in (None, "", (), EMPTY) or f.name in _ALWAYS:
-                out[f.name] = thaw(v)
+        for name in names:
+            v = getattr(self, name)
+            if v not in (None, "", (), EMPTY) or name in _ALWAYS:
+                out[name] = thaw(v)
         return out
 
 
 _ALWAYS = {"text", "tool_call_id", "name"}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,11 +269,9 @@ class Transaction:
     def put_new_event(self, fields: dict[str, Any],
                       session: str | None = None) -> tuple[str, bool]:
         """put_event, also telling whether the store lacked the event (importers count them;
-        the check looks for other processes' new packs too, so it costs more per event)."""
+        the check catches up with other processes' new packs, at most once a second)."""
         eid, body = codec.encode_object("event", fields)
-        new = eid not in self.store
-        if new:
-            self.store.put_encoded(eid, "event", body)
+        new = self.store.put_new(eid, "event", body)
         self._mark(eid, fields["generation"], session)
         return eid, new
 

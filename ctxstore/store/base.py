@@ -84,6 +84,14 @@ class ObjectStore(abc.ABC):
             self._store_body(obj_id, type_name, body)
         return obj_id
 
+    def put_new(self, obj_id: str, type_name: str, body: bytes) -> bool:
+        """put_encoded, telling whether the store lacked the object (importers count new
+        events)."""
+        if obj_id in self:
+            return False
+        self._store_body(obj_id, type_name, body)
+        return True
+
     def put(self, type_name: str, value: Any) -> str:
         """Encode and store a value of the given type; returns its id."""
         obj_id, body = codec.encode_object(type_name, value)

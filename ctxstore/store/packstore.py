@@ -39,6 +39,8 @@ DICT_SAMPLES = 1000
 DICTS_FILE = "dicts"
 #: A directory mtime younger than this may hide a change made in the same clock tick.
 _MTIME_TRUST_NS = 100_000_000
+#: How often `put_new` catches up with other processes' writes (see there).
+CATCH_UP_SECONDS = 1.0
 
 
 def _dir_mtime(path: str) -> int:
@@ -123,6 +125,7 @@ class PackStore(ObjectStore):
         self.gc_lock = GcLock(self.packs_dir)
         self._relist = False
         self._listed_mtime = -1
+        self._caught_up = -CATCH_UP_SECONDS  # put_new: when it last caught up (monotonic)
         self._buffering = False
         self._list_packs()
 
@@ -294,6 +297,30 @@ class PackStore(ObjectStore):
                 return obj_id
         self._store_body(obj_id, type_name, body)
         return obj_id
+
+    def put_new(self, obj_id: str, type_name: str, body: bytes) -> bool:
+        """put_encoded, telling whether the store lacked the object. Other processes' new packs
+        and active-pack tails are looked for at most every CATCH_UP_SECONDS, not at every miss:
+        an import asks this of every event, and catching up each time (a directory stat and a
+        probe of every other active pack) cost more than the rest of the put. An object another
+        process stored within that second is stored again (a few bytes) and counted as new."""
+        if not self.gc_lock.held:
+            self._share()
+        try:
+            raw = bytes.fromhex(obj_id)
+            for pack in self._order:
+                if pack.locate(obj_id, raw) >= 0:
+                    return False
+        except (FileNotFoundError, ValueError):  # a pack consolidated away; a bad id
+            if self._known(obj_id):
+                return False
+        now = time.monotonic()
+        if now - self._caught_up >= CATCH_UP_SECONDS:
+            self._caught_up = now
+            if self._refresh() and self._find(obj_id, refresh=False) is not None:
+                return False
+        self._store_body(obj_id, type_name, body)
+        return True
 
     def _store_body(self, obj_id: str, type_name: str, body: bytes) -> None:
         writer = self._writer
