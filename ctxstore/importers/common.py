@@ -311,11 +311,10 @@ class SessionBuilder:
 
     def message(self, role: str, blocks: list, meta: dict | None = None,
                 provenance: dict | None = None) -> str:
-        msg = Message(role, tuple(blocks), provenance=provenance or {"source": self.fmt},
-                      meta=meta or {})
-        mid, body = codec.encode_object("message", msg.to_dict())
+        fields = Message.fields_of(role, blocks, provenance or {"source": self.fmt}, meta or {})
+        mid, body = codec.encode_object("message", fields)
         self.store.put_encoded(mid, "message", body)
-        calls = [b.tool_call_id for b in msg.blocks if isinstance(b, ToolCallBlock)]
+        calls = [b.tool_call_id for b in blocks if isinstance(b, ToolCallBlock)]
         if self._pending is not None or calls:
             stored = (mid, codec.unpack_value(body))
             if self._pending is not None:
