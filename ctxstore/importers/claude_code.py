@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 from .. import jsonparse
@@ -118,7 +119,10 @@ def chain_of(records: Iterable[Any]) -> set[str] | None:
         uuid = rec.get("uuid")
         if not isinstance(uuid, str):
             continue
-        parents[uuid] = _parent_of(rec)
+        parent = _parent_of(rec)
+        if type(uuid) is str:  # the import's tables then share one object per uuid
+            uuid = intern(uuid)
+        parents[uuid] = intern(parent) if type(parent) is str else parent
         if rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
             leaf = uuid
     if not leaf:
@@ -268,6 +272,10 @@ class ClaudeFile:
             parent = self._position(b, rec, uuid, n)
         map_record(b, self.fs, rec, n)
         if uuid:
+            if type(uuid) is str:  # one object per uuid for the tables (chain, index, parents)
+                uuid = intern(uuid)
+            if type(parent) is str:
+                parent = intern(parent)
             self.index[uuid] = _Entry(b, parent, b.tip, b.tip_gen, b.cur)
             if b is self.main:
                 self.newest_on_line[b.cur] = uuid

@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     from .repository import Repository
 
 JOURNAL_VERSION = 1
+#: Generations of this many of a transaction's newest events are kept at hand (`generation`
+#: reads older ones back from the store), so a long import's memory does not grow with it.
+GENERATION_CACHE = 8192
 _UNSET: Any = object()
 
 
@@ -254,6 +258,7 @@ class Transaction:
         return self.refs.read(ref)
 
     def generation(self, eid: str) -> int:
+        """An event's generation: from this transaction's recent events, else from the store."""
         gen = self._gen.get(eid)
         return gen if gen is not None else self.repo.graph.generation(eid)
 
@@ -276,7 +281,11 @@ class Transaction:
         return eid, new
 
     def _mark(self, eid: str, gen: int, session: str | None) -> None:
-        self._gen[eid] = gen
+        gens = self._gen
+        gens[eid] = gen
+        if len(gens) > GENERATION_CACHE:  # an import writes millions: forget the older half
+            for old in list(islice(gens, GENERATION_CACHE // 2)):
+                del gens[old]
         if session and gen % SESSION_MARK_EVERY == 0:
             self.repo.session_marks.put(eid, session)
 
