@@ -553,12 +553,16 @@ class Decompressor:
                                 id=hex_id)
         return body
 
-    def read(self, buf, offset: int, base: int = 0) -> tuple[int, bytes, bytes, int]:
+    def read(self, buf, offset: int, base: int = 0, framed: bool = False
+             ) -> tuple[int, bytes, bytes, int]:
         """(type code, raw id, body, record size) of the record at `offset`, verified: header,
         crc, decompression and size; `buf` holds the file from `base` on. The hot path of get and
-        fsck: the checks of `record_span` + `record_payload` + `decompress` with no RecordInfo. Errors are CorruptObject without the pack name."""
+        fsck: the checks of `record_span` + `record_payload` + `decompress` with no RecordInfo.
+        `framed`: the caller already ran `record_span` on these bytes (fsck's walk), so the
+        header checks are not repeated. Errors are CorruptObject without the pack name."""
         i = offset - base
-        record_span(buf, i, base)  # the header checks
+        if not framed:
+            record_span(buf, i, base)  # the header checks
         head = buf[i:i + RECORD_HEAD_SIZE]
         _, code, comp, dict_id, raw_len, stored_len, raw_id, crc = _FULL_HEAD.unpack(head)
         i += RECORD_HEAD_SIZE

@@ -259,9 +259,10 @@ def _verify_records(data, start: int, end: int, read, name: str, base: int = 0) 
     names, raw_types = codec.TYPE_NAMES, codec.RAW_TYPES
     id_digest, is_canonical = codec.id_digest, codec.is_canonical
     pos = start
+    framed = base + len(data) >= end  # `_walk` checked the framing of these very bytes
     while pos < end:
         try:
-            code, raw, body, size = read(data, pos, base)
+            code, raw, body, size = read(data, pos, base, framed)
         except CorruptObject as exc:
             raw, size = codec.record_span(data, pos - base, base)  # well framed: _walk said so
             hex_id = raw.hex()
