@@ -290,3 +290,32 @@ def test_undo_of_reflog_expire_puts_the_entries_back(tmp_path):
     assert repo.refs.reflog(main) == before
     operations.undo(repo)  # redo: expired again
     assert repo.refs.reflog(main) == []
+
+
+def test_generations_of_events_past_the_cache_are_read_back_from_the_store(tmp_path,
+                                                                          monkeypatch):
+    """A long transaction (an import) keeps only its newest events' generations at hand; an
+    older one is read back from the store, buffered writes included."""
+    from ctxstore.repo import transaction
+
+    monkeypatch.setattr(transaction, "GENERATION_CACHE", 8)
+    repo = Repository.init(tmp_path)
+    repo.new_session(title="long")
+    with repo.transaction(message="long") as tx:
+        ids = [tx.append("x.test.Note", "agent", {"i": i}) for i in range(40)]
+        assert len(tx._gen) <= 8
+        assert [tx.generation(e) for e in ids] == list(range(2, 42))
+        tx.append("x.test.Note", "agent", {"i": 40}, extra_parents=(ids[0],))
+    assert repo.graph.generation(repo.refs.read(repo.head_branch())) == 42
+
+
+def test_put_new_tells_whether_the_store_lacked_the_object(tmp_path):
+    repo = Repository.init(tmp_path)
+    oid, body = codec.encode_object("value", {"x": 1})
+    with repo.transaction(message="t"):
+        assert repo.store.put_new(oid, "value", body) is True
+        assert repo.store.put_new(oid, "value", body) is False
+    repo.close()
+    again = Repository.open(tmp_path / ".ctx")
+    assert again.store.put_new(oid, "value", body) is False
+    assert again.store.get(oid) == {"x": 1}
