@@ -282,20 +282,25 @@ class PackStore(ObjectStore):
             self._store_body(obj_id, type_name, body)
         return obj_id
 
-    def put_encoded(self, obj_id: str, type_name: str, body: bytes) -> str:
-        """As `put`, for an (id, body) the caller encoded. The hot path of every transaction's
-        events: the presence check of `_known` inlined (a miss in every known pack, mostly)."""
+    def _held(self, obj_id: str) -> bool:
+        """The presence check of a put (`_known`), inlined for the hot paths: one probe of the
+        packs this process knows (a miss in every one, mostly), no directory listing."""
         if not self.gc_lock.held:
             self._share()
         try:
             raw = bytes.fromhex(obj_id)
             for pack in self._order:
                 if pack.locate(obj_id, raw) >= 0:
-                    return obj_id
+                    return True
         except (FileNotFoundError, ValueError):  # a pack consolidated away; a bad id
-            if self._known(obj_id):
-                return obj_id
-        self._store_body(obj_id, type_name, body)
+            return self._known(obj_id)
+        return False
+
+    def put_encoded(self, obj_id: str, type_name: str, body: bytes) -> str:
+        """As `put`, for an (id, body) the caller encoded: the hot path of every transaction's
+        events and messages."""
+        if not self._held(obj_id):
+            self._store_body(obj_id, type_name, body)
         return obj_id
 
     def put_new(self, obj_id: str, type_name: str, body: bytes) -> bool:
@@ -304,16 +309,8 @@ class PackStore(ObjectStore):
         an import asks this of every event, and catching up each time (a directory stat and a
         probe of every other active pack) cost more than the rest of the put. An object another
         process stored within that second is stored again (a few bytes) and counted as new."""
-        if not self.gc_lock.held:
-            self._share()
-        try:
-            raw = bytes.fromhex(obj_id)
-            for pack in self._order:
-                if pack.locate(obj_id, raw) >= 0:
-                    return False
-        except (FileNotFoundError, ValueError):  # a pack consolidated away; a bad id
-            if self._known(obj_id):
-                return False
+        if self._held(obj_id):
+            return False
         now = time.monotonic()
         if now - self._caught_up >= CATCH_UP_SECONDS:
             self._caught_up = now
