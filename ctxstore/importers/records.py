@@ -7,8 +7,10 @@ is left out and named instead: `refs[pointer] = [k, *path]`, `k` indexing `messa
 `path` the keys from the message's stored form to the string. Strings longer than the
 artifact threshold that no message holds move to blobs named by JSON pointer; those are the
 same bytes (so the same blob) as the artifact of a large tool output, which is then stored
-once. Before a reduced record is stored, the line is rebuilt from it exactly as export will
-rebuild it and compared with the parsed original; if they differ, the whole line is kept.
+once. Before a reduced record is stored, each ref is read back from the message it names as
+export will read it and compared with the string it replaced; if one differs, the whole line is
+kept. The record is the line with "" at exactly those pointers (and the blobs'), so that is the
+whole of "the record plus the messages give back the line".
 `raw` holds the text of a line that did not parse or has no canonical encoding (huge ints,
 lone surrogates), so nothing is ever dropped.
 """
