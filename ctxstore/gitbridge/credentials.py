@@ -10,6 +10,10 @@ answer would loop, so a refused method is not offered again and the transfer fai
 - ssh: the ssh agent (`SSH_AUTH_SOCK`), then a key file: `CTX_SSH_KEY` (passphrase from
   `CTX_SSH_PASSPHRASE`) or `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`.
 
+The server is checked before any credential is offered: an https certificate must chain to a
+trusted CA (netenv.py adds the ones `GIT_SSL_CAINFO` names), an ssh host key must be in
+`~/.ssh/known_hosts`; a failed check ends the transfer (`certificate_check`).
+
 Secrets live only in this object's memory for the duration of one transfer. Messages name the
 method and the environment variable, never the value.
 """
@@ -87,6 +91,7 @@ def make_callbacks(url: str, progress=None):
             self.negotiation = None  # set by push: a callable checking the planned updates
             self.rejected: dict[str, str] = {}
             self.progress = progress
+            self.refused_host: str | None = None  # a host whose certificate/key failed
 
         def _plan(self, allowed, username: str | None):
             if allowed & CredentialType.USERPASS_PLAINTEXT:
@@ -114,6 +119,15 @@ def make_callbacks(url: str, progress=None):
                 self.tried.append(name)
                 return cred
             raise AuthFailed("authentication failed")
+
+        def certificate_check(self, certificate, valid, host) -> bool:
+            """libgit2's own verdict, kept: for https the CA chain and host name, for ssh the
+            host key against ~/.ssh/known_hosts. (pygit2's default accepts every ssh host
+            key, known or not, which would let anyone on the path answer for the server.)"""
+            if not valid:
+                self.refused_host = host.decode(errors="replace") if isinstance(host, bytes) \
+                    else str(host)
+            return bool(valid)
 
         def push_negotiation(self, updates) -> None:
             if self.negotiation is not None:
