@@ -24,6 +24,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +35,7 @@ import pytest
 from .corpus import in_ci
 from .remotetools import free_port
 
+EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1")  # fast to generate
 SSHD = shutil.which("sshd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
 
 
@@ -60,9 +62,9 @@ def tls_files(root: Path, name: str = "ca") -> dict[str, Path]:
     ext = root / f"{name}-ext.cnf"
     ext.write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
                    "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
-    _run(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+    _run(openssl, "req", "-x509", *EC, "-nodes", "-days", "2",
          "-keyout", str(ca_key), "-out", str(ca), "-subj", f"/CN=ctx test {name}")
-    _run(openssl, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr),
+    _run(openssl, "req", *EC, "-nodes", "-keyout", str(key), "-out", str(csr),
          "-subj", "/CN=127.0.0.1")
     _run(openssl, "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
          "-CAcreateserial", "-days", "2", "-out", str(cert), "-extfile", str(ext))
@@ -164,9 +166,11 @@ def https_git(root: Path, tls: dict[str, Path], user: str, password: str):
         thread.join(5)
 
 
-def ssh_keygen(path: Path, comment: str = "ctx-test") -> Path:
+def ssh_keygen(path: Path, comment: str = "ctx-test", passphrase: str = "") -> Path:
+    """An ed25519 key pair (one KDF round for a passphrase: decrypting it stays fast)."""
     keygen = require(shutil.which("ssh-keygen"), "ssh-keygen", "apt-get install openssh-client")
-    _run(keygen, "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
+    _run(keygen, "-q", "-t", "ed25519", "-a", "1", "-N", passphrase, "-C", comment,
+         "-f", str(path))
     return path
 
 
@@ -224,17 +228,95 @@ def ssh_agent(root: Path, key: Path):
     """An ssh-agent holding `key`; yields its SSH_AUTH_SOCK."""
     agent = require(shutil.which("ssh-agent"), "ssh-agent", "apt-get install openssh-client")
     add = require(shutil.which("ssh-add"), "ssh-add", "apt-get install openssh-client")
-    sock = root / "agent.sock"
+    short = Path(tempfile.mkdtemp(prefix="ctx-agent-"))  # a unix socket path has ~100 bytes
+    sock = short / "agent.sock"
     proc = subprocess.Popen([agent, "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 10
         while not sock.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("ssh-agent did not start")
+                err = proc.stderr.read().decode(errors="replace") if proc.poll() else ""
+                raise RuntimeError(f"ssh-agent did not start: {err.strip()}")
             time.sleep(0.02)
         subprocess.run([add, str(key)], env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
                        check=True, capture_output=True, timeout=30)
         yield str(sock)
     finally:
         _kill_group(proc)
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def assert_nowhere(secrets: list[str], stores: list[Path], outputs: list[str]) -> None:
+    """No secret in any output, nor anywhere under each store's .ctx: the raw bytes of every
+    file (config, refs, reflogs, operation log, packs), every ctxstore object decoded, and
+    every object of the git mirror (.ctx/remotes.git) inflated."""
+    import pygit2
+
+    from ctxstore import codec
+    from ctxstore.repo import Repository
+
+    for text in outputs:
+        for secret in secrets:
+            assert secret not in text, f"a secret is in the output: {text!r}"
+    for root in stores:
+        ctx = root / ".ctx"
+        files = [p for p in sorted(ctx.rglob("*")) if p.is_file()]
+        assert files, f"no store at {root}"
+        for p in files:
+            data = p.read_bytes()
+            for secret in secrets:
+                assert secret.encode() not in data, f"a secret is in {p}"
+        repo = Repository.open(ctx)
+        try:
+            count = 0
+            for oid in repo.store:
+                type_name, body = repo.store.get_raw(oid)
+                text = repr(codec.decode_body(type_name, body))
+                count += 1
+                for secret in secrets:
+                    assert secret not in text, f"a secret is in object {oid} of {root}"
+            assert count, f"no objects in {root}"
+        finally:
+            repo.close()
+        mirror = ctx / "remotes.git"
+        if mirror.is_dir():
+            odb = pygit2.Repository(str(mirror)).odb
+            for oid in odb:
+                data = odb.read(oid)[1]
+                for secret in secrets:
+                    assert secret.encode() not in data, f"a secret is in git object {oid}"
+
+
+def round_trip(tmp_path: Path, url: str, repo_path: Path) -> list[str]:
+    """Two machines through one remote URL: push, clone, push again, fetch (tracking refs
+    only), pull (fast-forward); `git fsck --strict` of the remote. Returns every output."""
+    from click.testing import CliRunner
+
+    from ctxstore.cli.main import cli
+
+    from .clitools import Ctx
+    from .remotetools import Machine, fsck_strict, remote_refs
+
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", url)
+    outputs = [a("push").stdout]
+    assert "[new branch]" in outputs[0], outputs[0]
+    res = CliRunner().invoke(cli, ["clone", url, str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    outputs.append(res.output)
+    b = Ctx(tmp_path / "b")
+    assert b.json("status")["head"] == a.tip()
+    a.say(3)
+    outputs.append(a("push").stdout)
+    res = b("fetch")
+    outputs.append(res.stdout + res.stderr)
+    assert b.json("status")["head"] != a.tip()  # fetch moves remote-tracking refs only
+    assert a.tip() in b("branch", "-r", "--json").stdout  # ...to the tip pushed
+    outputs.append(b("pull").stdout)
+    assert b.json("status")["head"] == a.tip()
+    for m in (a, b):
+        outputs.append(m("op", "log", "--json").stdout + m("reflog", "--json").stdout)
+    fsck_strict(repo_path)
+    assert any(name.startswith("refs/ctx/") for name in remote_refs(repo_path))
+    return outputs

@@ -29,14 +29,16 @@ def _first(names: tuple[str, ...]) -> tuple[str, str] | tuple[None, None]:
     return None, None
 
 
-def apply() -> None:
-    """Point libgit2 at the current home directory and at the CAs the environment names;
-    InvalidInput (naming the variable) when a named CA file or directory cannot be loaded."""
+def apply(url: str) -> None:
+    """Point libgit2 at the current home directory and, for an https URL, at the CAs the
+    environment names; InvalidInput (naming the variable) when those cannot be loaded."""
     import pygit2
 
     home = os.path.expanduser("~")
     if home != "~" and pygit2.settings.homedir != home:
         pygit2.settings.homedir = home
+    if not url.startswith("https://"):
+        return
     file_var, cafile = _first(CA_FILE_VARS)
     dir_var, capath = _first(CA_DIR_VARS)
     if (cafile is None and capath is None) or (cafile, capath) in _loaded:

@@ -56,7 +56,7 @@ def untrusted(url: str, host: str) -> str:
 def connect(mirror, url: str, progress=None):
     """(anonymous pygit2 remote, callbacks) for one transfer, libgit2 set up from the current
     environment (netenv.py)."""
-    netenv.apply()
+    netenv.apply(url)
     callbacks = make_callbacks(url, progress)
     return mirror.remotes.create_anonymous(url), callbacks
 
