@@ -174,15 +174,14 @@ def ssh_keygen(path: Path, comment: str = "ctx-test", passphrase: str = "") -> P
     return path
 
 
-def _wait_port(port: int, proc: subprocess.Popen, what: str) -> None:
+def _wait_port(port: int, proc: subprocess.Popen, what: str, log: Path) -> None:
     deadline = time.monotonic() + 10
     while True:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         if proc.poll() is not None or time.monotonic() > deadline:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise RuntimeError(f"{what} did not start: {err.strip()}")
+            raise RuntimeError(f"{what} did not start: {log.read_text(errors='replace')}")
         time.sleep(0.05)
 
 
@@ -213,10 +212,12 @@ def sshd(root: Path, authorized: list[Path]):
         f"LogLevel ERROR\nAcceptEnv none\n")
     if os.geteuid() == 0:  # sshd's privilege separation directory, absent where never run
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    proc = subprocess.Popen([binary, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    log = root / "sshd.log"  # a file, not a pipe: a full pipe would block sshd
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([binary, "-D", "-e", "-f", str(config)],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
-        _wait_port(port, proc, "sshd")
+        _wait_port(port, proc, "sshd", log)
         public = (root / "host_ed25519.pub").read_text().split()
         yield port, getpass.getuser(), f"[127.0.0.1]:{port} {public[0]} {public[1]}\n"
     finally:
@@ -224,7 +225,7 @@ def sshd(root: Path, authorized: list[Path]):
 
 
 @contextlib.contextmanager
-def ssh_agent(root: Path, key: Path):
+def ssh_agent(key: Path):
     """An ssh-agent holding `key`; yields its SSH_AUTH_SOCK."""
     agent = require(shutil.which("ssh-agent"), "ssh-agent", "apt-get install openssh-client")
     add = require(shutil.which("ssh-add"), "ssh-add", "apt-get install openssh-client")

@@ -75,7 +75,7 @@ def test_default_key_file_in_home(tmp_path, ssh_server):
 def test_ssh_agent(tmp_path, monkeypatch, ssh_server):
     # no key file anywhere: only the agent can answer
     assert not list((ssh_server["home"] / ".ssh").glob("id_*"))
-    with ssh_agent(tmp_path / "agent", ssh_server["agent_key"]) as sock:
+    with ssh_agent(ssh_server["agent_key"]) as sock:
         monkeypatch.setenv("SSH_AUTH_SOCK", sock)
         outputs = round_trip(tmp_path, ssh_server["url"], ssh_server["repo_path"])
     assert_nowhere(_key_material(ssh_server["agent_key"]), [tmp_path / "a", tmp_path / "b"],
@@ -114,3 +114,25 @@ def test_key_the_server_does_not_accept(tmp_path, monkeypatch, ssh_server):
     err = a.fails(19, "push")
     assert f"authentication failed (tried: ssh key {stranger})" in err, err
     assert remote_refs(ssh_server["repo_path"]) == {}
+
+
+def test_url_without_a_user_logs_in_as_the_local_user(tmp_path, monkeypatch, ssh_server):
+    """As with ssh and git: no user in the URL means the local user name."""
+    monkeypatch.setenv("CTX_SSH_KEY", str(ssh_server["phrase_key"]))
+    monkeypatch.setenv("CTX_SSH_PASSPHRASE", PASSPHRASE)
+    url = f"ssh://127.0.0.1:{ssh_server['port']}{ssh_server['repo_path']}"
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", url)
+    assert "[new branch]" in a("push").stdout
+    assert any(n.startswith("refs/ctx/") for n in remote_refs(ssh_server["repo_path"]))
+
+
+def test_agent_key_refused_then_key_file(tmp_path, monkeypatch, ssh_server):
+    stranger = ssh_keygen(tmp_path / "stranger")
+    monkeypatch.setenv("CTX_SSH_KEY", str(ssh_server["phrase_key"]))
+    monkeypatch.setenv("CTX_SSH_PASSPHRASE", PASSPHRASE)
+    with ssh_agent(stranger) as sock:
+        monkeypatch.setenv("SSH_AUTH_SOCK", sock)
+        a = Machine(tmp_path / "a")
+        a("remote", "add", "origin", ssh_server["url"])
+        assert "[new branch]" in a("push").stdout

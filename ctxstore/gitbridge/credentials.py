@@ -7,8 +7,9 @@ answer would loop, so a refused method is not offered again and the transfer fai
 - https: a token from `CTX_GIT_TOKEN` (else `GIT_TOKEN`), user `CTX_GIT_USERNAME` (default
   `x-access-token`, which GitHub and Gitea accept; GitLab wants `oauth2`); else git's own
   credential helper (`git credential fill`, never prompting on a terminal).
-- ssh: the ssh agent (`SSH_AUTH_SOCK`), then a key file: `CTX_SSH_KEY` (passphrase from
-  `CTX_SSH_PASSPHRASE`) or `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`.
+- ssh, as the URL's user (else the local user, like ssh): the ssh agent (`SSH_AUTH_SOCK`),
+  then a key file: `CTX_SSH_KEY` (passphrase from `CTX_SSH_PASSPHRASE`) or
+  `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`.
 
 The server is checked before any credential is offered: an https certificate must chain to a
 trusted CA (netenv.py adds the ones `GIT_SSL_CAINFO` names), an ssh host key must be in
@@ -20,6 +21,7 @@ method and the environment variable, never the value.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import subprocess
@@ -68,6 +70,11 @@ def credential_helper(url: str) -> tuple[str, str] | None:
     return None
 
 
+def local_user() -> str:
+    """The name ssh logs in with when the URL names no user."""
+    return getpass.getuser()
+
+
 def ssh_key_files() -> list[tuple[str, str, str]]:
     """(public, private, passphrase) key files to try, existing ones only."""
     explicit = os.environ.get("CTX_SSH_KEY")
@@ -104,15 +111,17 @@ def make_callbacks(url: str, progress=None):
                 if helper is not None:
                     yield "git credential helper", pygit2.UserPass(*helper)
             if allowed & CredentialType.SSH_KEY:
-                user = username or "git"
+                user = username or local_user()
                 if os.environ.get("SSH_AUTH_SOCK"):
                     yield "ssh agent", pygit2.KeypairFromAgent(user)
                 for pub, priv, phrase in ssh_key_files():
                     yield f"ssh key {priv}", pygit2.Keypair(user, pub or None, priv, phrase)
-            if allowed & CredentialType.USERNAME:
-                yield "user name", pygit2.Username(username or "git")
 
         def credentials(self, url_, username_from_url, allowed_types):
+            if allowed_types == CredentialType.USERNAME:
+                # an ssh URL without a user: libgit2 asks for the name first, then (in a new
+                # call, the name now known) for a key; ssh and git log in as the local user
+                return pygit2.Username(username_from_url or local_user())
             if self._sources is None:
                 self._sources = self._plan(allowed_types, username_from_url)
             for name, cred in self._sources:
