@@ -21,7 +21,6 @@ import getpass
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -33,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from .corpus import in_ci
-from .remotetools import free_port
+from .remotetools import free_port, wait_port
 
 EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1")  # fast to generate
 SSHD = shutil.which("sshd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
@@ -174,17 +173,6 @@ def ssh_keygen(path: Path, comment: str = "ctx-test", passphrase: str = "") -> P
     return path
 
 
-def _wait_port(port: int, proc: subprocess.Popen, what: str, log: Path) -> None:
-    deadline = time.monotonic() + 10
-    while True:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not start: {log.read_text(errors='replace')}")
-        time.sleep(0.05)
-
-
 def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -217,7 +205,7 @@ def sshd(root: Path, authorized: list[Path]):
         proc = subprocess.Popen([binary, "-D", "-e", "-f", str(config)],
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
-        _wait_port(port, proc, "sshd", log)
+        wait_port(port, proc, "sshd", lambda: log.read_text(errors="replace"))
         public = (root / "host_ed25519.pub").read_text().split()
         yield port, getpass.getuser(), f"[127.0.0.1]:{port} {public[0]} {public[1]}\n"
     finally:

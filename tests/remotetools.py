@@ -80,6 +80,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_port(port: int, proc: subprocess.Popen, what: str, detail) -> None:
+    """Until something listens on 127.0.0.1:port; RuntimeError with `detail()` (the server's
+    own words) when the process exits first or 10 s pass."""
+    deadline = time.monotonic() + 10
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start: {detail()}")
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def git_daemon(base: Path):
     """A `git daemon` serving `base` on 127.0.0.1 with push enabled; yields git://…/ URL base."""
@@ -90,14 +103,7 @@ def git_daemon(base: Path):
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True)  # its own process group: `git` runs git-daemon as a child
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"git daemon did not start: {proc.stderr.read()!r}")
-            time.sleep(0.05)
+        wait_port(port, proc, "git daemon", lambda: repr(proc.stderr.read()))
         yield f"git://127.0.0.1:{port}"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the wrapper and the daemon it started
