@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ABSOLUTE = re.compile(r"(?<![\w.~:/-])(/[A-Za-z][\w.-]*(?:/[\w.@-]+)+)")
 #: System directories every machine has; a path there names no particular machine.
-SYSTEM = {"etc", "dev", "proc", "sys", "tmp", "usr", "bin", "sbin", "lib", "var", "opt"}
+SYSTEM = {"etc", "dev", "proc", "sys", "tmp", "usr", "bin", "sbin", "lib", "var", "opt", "run"}
 
 
 def _names_this_machine(path: str) -> bool:
