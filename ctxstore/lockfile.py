@@ -112,3 +112,21 @@ def write_file_atomically(path: str | os.PathLike, data: bytes, fsync: bool = Tr
     with LockFile(path) as lock:
         lock.write(data)
         lock.commit(fsync=fsync)
+
+
+#: libgit2's lock files of a repository's own files (config, HEAD, index, packed-refs).
+GIT_LOCKS = ("config.lock", "HEAD.lock", "index.lock", "packed-refs.lock")
+
+
+def clear_git_locks(gitdir: Path) -> list[Path]:
+    """Remove the lock files libgit2 leaves in GITDIR when killed mid-write (`config.lock`
+    while setting the work tree, `HEAD.lock` while creating the repository, ...), which would
+    otherwise fail every later command. Only for the git repositories ctxstore owns under
+    `.ctx` (workspace.git, remotes.git), and only by a holder of the flock that every writer
+    of that repository takes first: then no live process can be writing. Returns what went."""
+    gone = []
+    for stale in [*(gitdir / name for name in GIT_LOCKS), *(gitdir / "refs").rglob("*.lock")]:
+        if stale.is_file():
+            stale.unlink()
+            gone.append(stale)
+    return gone

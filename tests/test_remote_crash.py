@@ -105,3 +105,29 @@ def test_kill_9_during_fetch(tmp_path):
     b("checkout", f"origin/{sid[:12]}/main")
     assert b.tip() == tip
     fsck_strict(remote)
+
+
+def test_git_lock_files_a_killed_transfer_leaves_do_not_block_the_next(tmp_path):
+    """libgit2 killed while creating the mirror leaves HEAD.lock (and no HEAD), while writing
+    its config config.lock, while moving a ref refs/...lock: the next fetch, push and remote
+    removal go ahead (they hold the transfer lock, so no live process wrote those)."""
+    a = Machine(tmp_path / "a", events=3)
+    remote = bare(tmp_path / "r.git")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    b = Machine(tmp_path / "b", events=2)
+    b("remote", "add", "origin", str(remote))
+    mirror = b.root / ".ctx" / "remotes.git"
+    mirror.mkdir()
+    (mirror / "HEAD.lock").write_bytes(b"")  # killed inside init: no HEAD yet
+    b("fetch")
+    assert b.json("branch", "-r")
+    for name in ("HEAD.lock", "config.lock", "packed-refs.lock", "refs/remotes/x.lock"):
+        (mirror / name).parent.mkdir(parents=True, exist_ok=True)
+        (mirror / name).write_bytes(b"")
+    b("fetch")
+    b("push")
+    b("remote", "remove", "origin")
+    assert not list(mirror.rglob("*.lock")) or \
+        [p.name for p in mirror.rglob("*.lock")] == ["ctx-transfer.lock"]
+    fsck_strict(remote)

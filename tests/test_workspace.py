@@ -341,8 +341,10 @@ def test_kill_9_during_snapshot_leaves_the_store_fsck_clean(tmp_path):
         child.wait()
         child.stdout.close()
         ctx("fsck", "--full")
-    # a lock file libgit2 leaves when killed while writing the stat cache does not block
-    (root / ".ctx" / "workspace.git" / "index.lock").write_bytes(b"")
+    # lock files libgit2 leaves when killed while writing the stat cache, the config (setting
+    # the work tree) or HEAD (creating the repository) do not block the next snapshot
+    for name in ("index.lock", "config.lock", "HEAD.lock"):
+        (root / ".ctx" / "workspace.git" / name).write_bytes(b"")
     snap = ctx.json("snapshot")
     assert snap["files"] == 1201
     ctx("restore", snap["event"][:12])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import codec
 from ..errors import BadPack, InvalidInput
+from ..lockfile import clear_git_locks
 from ..refs import check_ref_name
 
 MIRROR_DIR = "remotes.git"
@@ -88,8 +89,9 @@ def open_mirror(repo):
 @contextmanager
 def transfer_lock(repo):
     """Held (flock, exclusive) by every push and fetch of this store for its whole run, so
-    they take turns on the mirror; a `*.lock` file in the mirror's refs or a temporary pack
-    in .ctx found under it was left by a process killed mid-transfer, and is removed."""
+    they take turns on the mirror; a git lock file in the mirror (its refs, HEAD, config) or a
+    temporary pack in .ctx found under it was left by a process killed mid-transfer, and is
+    removed."""
     import fcntl
 
     from ..errors import LockHeld
@@ -104,9 +106,7 @@ def transfer_lock(repo):
             raise LockHeld(f"another ctx push or fetch is running on this store "
                            f"({mirror_dir / 'ctx-transfer.lock'} is locked); try again when it "
                            f"has finished") from None
-        for stale in [*(mirror_dir / "refs").rglob("*.lock"), mirror_dir / "packed-refs.lock"]:
-            if stale.is_file():
-                stale.unlink()
+        clear_git_locks(mirror_dir)
         for stale in Path(repo.path).glob("tmp-*.ctxpack-*"):
             stale.unlink()
         yield

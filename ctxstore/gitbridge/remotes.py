@@ -134,9 +134,10 @@ def remove_remote(repo, name: str) -> list[str]:
     from . import mirror as mir
 
     if repo.path is not None and (Path(repo.path) / mir.MIRROR_DIR).exists():
-        mirror = mir.open_mirror(repo)
-        for rest in mir.git_refs(mirror, f"refs/remotes/{name}/"):
-            mir.delete_git_ref(mirror, f"refs/remotes/{name}/{rest}")
+        with mir.transfer_lock(repo):  # a push or fetch may be writing the mirror
+            mirror = mir.open_mirror(repo)
+            for rest in mir.git_refs(mirror, f"refs/remotes/{name}/"):
+                mir.delete_git_ref(mirror, f"refs/remotes/{name}/{rest}")
 
     def change(remotes: dict) -> None:
         remotes.pop(name, None)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, IOFailure, NotFound
-from ..lockfile import replace_file
+from ..lockfile import clear_git_locks, replace_file
 
 GITDIR_NAME = "workspace.git"
 #: What every snapshot leaves out besides the user's ignore rules: a store is never recorded.
@@ -130,9 +130,9 @@ def stage(ctx_dir: Path, root: str) -> tuple[Any, str]:
     import pygit2
 
     gitdir = gitdir_of(ctx_dir)
+    # under snapshot_lock nobody else writes workspace.git: a lock file is left by a killed run
+    clear_git_locks(gitdir)
     open_gitdb(ctx_dir)
-    # under snapshot_lock nobody else writes the index: a lock file is left by a killed run
-    (gitdir / "index.lock").unlink(missing_ok=True)
     _use_index(gitdir, root)
     _write_excludes(gitdir, root)
     try:
