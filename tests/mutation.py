@@ -39,7 +39,8 @@ COPY = ("ctxstore", "cli", "tests", "docs", "benchmarks", "pyproject.toml", "set
 #: group -> (modules to mutate, the tests that check them)
 GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "refs": (["ctxstore/refs/files.py", "ctxstore/refs/names.py", "ctxstore/refs/base.py"],
-             ["tests/test_refs.py", "tests/test_refs_details.py", "tests/test_transaction.py"]),
+             ["tests/test_refs.py", "tests/test_refs_details.py", "tests/test_transaction.py",
+              "tests/test_write_ordering.py"]),
     "store": (["ctxstore/store/pack.py", "ctxstore/store/packstore.py",
                "ctxstore/store/packwriter.py", "ctxstore/store/packindex.py",
                "ctxstore/store/packconsolidate.py"],
@@ -53,7 +54,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
               "tests/test_store_pack.py"]),
     "transaction": (["ctxstore/repo/transaction.py", "ctxstore/repo/operations.py"],
                     ["tests/test_transaction.py", "tests/test_oplog_machine.py",
-                     "tests/test_writer_contract.py"]),
+                     "tests/test_writer_contract.py", "tests/test_write_ordering.py"]),
     "builder": (["ctxstore/context/builder.py"],
                 ["tests/test_context_builder.py", "tests/test_invariants_context.py",
                  "tests/test_adapters.py"]),

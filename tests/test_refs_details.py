@@ -4,11 +4,13 @@ HEAD's reflog records for each kind of move, what a conflict reports, how refs a
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 
 import pytest
 
-from ctxstore.errors import CorruptStore, RefConflict
+from ctxstore.errors import CorruptStore, InvalidRefName, RefConflict
 from ctxstore.refs import FileRefs, MemoryRefs
 from ctxstore.refs.base import ZERO, ReflogEntry
 from ctxstore.refs.files import _format_entry, _parse_entry
@@ -157,3 +159,131 @@ def test_reflog_survives_bytes_that_are_not_utf8_and_keeps_message_ends(tmp_path
     log = refs.reflog(REF)
     assert [e.message for e in log] == ["first", "bad \ufffd byte", "ends in X"]
     assert _parse_entry(f"{A} {B} 1 me\tXX\n").message == "XX"
+
+
+# --- from the second refs run (after test_transaction.py joined the group) --------------------
+
+def test_defaults_of_the_moving_calls(refs):
+    """Without actor/message a move is logged as actor "ctx" with an empty message."""
+    refs.set_if_equals(REF, None, A)
+    refs.set_head_symbolic(REF)
+    refs.set_head_detached(B)
+    assert [(e.actor, e.message) for e in refs.reflog(REF)] == [("ctx", "")]
+    assert [(e.actor, e.message) for e in refs.reflog("HEAD")] == [("ctx", ""), ("ctx", "")]
+
+
+def test_damaged_head_and_op_head_name_file_and_line(tmp_path):
+    refs = FileRefs(tmp_path)
+    junk = "z" * 200  # longer than what a message quotes (80 characters)
+    (tmp_path / "HEAD").write_text(junk + "\n")
+    with pytest.raises(CorruptStore) as err:
+        refs.read_head()
+    assert str(err.value) == f"{tmp_path / 'HEAD'}:1: HEAD holds {'z' * 80!r}"
+    assert err.value.details == {"path": str(tmp_path / "HEAD"), "line": 1}
+    (tmp_path / "op-head").write_text(junk + "\n")
+    with pytest.raises(CorruptStore) as err:
+        refs.read_op_head()
+    assert str(err.value) == f"{tmp_path / 'op-head'}:1: op-head holds {'z' * 80!r}, not an operation id"
+    assert err.value.details == {"path": str(tmp_path / "op-head"), "line": 1}
+    (tmp_path / "op-head").write_text(A + "\n")
+    assert refs.read_op_head() == A
+
+
+def test_damaged_ref_messages_quote_80_characters(tmp_path):
+    refs = FileRefs(tmp_path)
+    (tmp_path / REF).parent.mkdir(parents=True)
+    (tmp_path / REF).write_text("y" * 200 + "\n")
+    expected = f"{tmp_path / REF}:1: ref {REF} holds {'y' * 80!r}, not an object id"
+    with pytest.raises(CorruptStore) as err:
+        refs.read(REF)
+    assert str(err.value) == expected
+    damaged: list = []
+    assert list(refs.iter_refs(damaged=damaged)) == []
+    assert [str(d) for d in damaged] == [expected]
+    (tmp_path / REF).write_bytes(b"\xff" * 64)
+    with pytest.raises(CorruptStore) as err:
+        refs.read(REF)
+    assert err.value.details == {"path": str(tmp_path / REF), "line": 1}
+
+
+def test_a_reflog_whose_last_line_lost_its_newline_is_damaged_there(tmp_path):
+    """A torn last line is damage at that line; the lines before it still read (with fsck)."""
+    refs = FileRefs(tmp_path)
+    refs.set_if_equals(REF, None, A, message="one")
+    refs.set_if_equals(REF, A, B, message="two")
+    path = tmp_path / "logs" / REF
+    path.write_bytes(path.read_bytes()[:-1])  # the newline of "two" is gone
+    with pytest.raises(CorruptStore) as err:
+        refs.reflog(REF)
+    line2 = path.read_text().splitlines()[1]
+    assert str(err.value) == f"{path}:2: damaged reflog line {line2[:100]!r} (no newline at the end)"
+    damaged: list = []
+    assert [e.message for e in refs.reflog(REF, damaged=damaged)] == ["one"]
+    assert [d.details["line"] for d in damaged] == [2]
+    path.write_bytes(path.read_bytes() + b"\n" + b"\xff" * 150 + b"\n")  # not a reflog line
+    damaged = []
+    assert [e.message for e in refs.reflog(REF, damaged=damaged)] == ["one", "two"]
+    assert [str(d) for d in damaged] == [
+        f"{path}:3: damaged reflog line {chr(0xFFFD) * 100!r} (expected "
+        f"'<old id> <new id> <unix ms> <actor>\\t<message>')"]
+
+
+def test_branch_and_folder_of_branches_conflict_messages(tmp_path):
+    refs = FileRefs(tmp_path)
+    folder, inside = REF[:-len("main")] + "fix", REF[:-len("main")] + "fix/one"
+    refs.set_if_equals(inside, None, A)
+    msg_folder = f"ref {folder} conflicts with existing refs under {folder}/"
+    with pytest.raises(InvalidRefName, match=f"^{msg_folder}$"):
+        refs.set_if_equals(folder, None, A)
+    with pytest.raises(InvalidRefName, match=f"^{msg_folder}$"):
+        refs.check_writable(folder)
+    with pytest.raises(InvalidRefName, match=f"^{msg_folder}$"):
+        refs.write_ref(folder, A, fsync=False)
+    below = inside + "/deeper"
+    both = "(a name cannot be both a branch and a folder of branches)"
+    with pytest.raises(InvalidRefName) as err:
+        refs.set_if_equals(below, None, A)
+    assert str(err.value) == f"ref {below} conflicts with an existing ref {both}"
+    with pytest.raises(InvalidRefName) as err:
+        refs.check_writable(below)
+    assert str(err.value) == f"ref {below} conflicts with an existing ref {inside} {both}"
+    with pytest.raises(InvalidRefName) as err:
+        refs.write_ref(below, A, fsync=False)
+    assert str(err.value) == f"ref {below} conflicts with an existing ref {both}"
+    assert refs.read(inside) == A and not (tmp_path / folder).is_file()
+
+
+def test_a_ref_file_named_with_a_nul_byte_is_an_invalid_name(tmp_path):
+    with pytest.raises(InvalidRefName, match=r"^'ma\\x00in' is not a valid ref name$"):
+        FileRefs(tmp_path)._read_file(tmp_path / "ma\x00in")
+
+
+def test_memory_refs_check_names_before_writing():
+    with pytest.raises(InvalidRefName, match="must not contain '..'"):
+        MemoryRefs().check_writable("refs/sessions/a/../b")
+
+
+def test_primitives_that_remove_are_idempotent(tmp_path):
+    """Roll-forward may repeat a step a dead process already did: removing what is gone is no
+    error, and deep new branch names get their folders."""
+    refs = FileRefs(tmp_path)
+    refs.write_ref(REF, A, fsync=False)
+    refs.write_ref(REF, None, fsync=True)
+    refs.write_ref(REF, None, fsync=True)
+    assert refs.read(REF) is None
+    refs.remove_journal(fsync=False)
+    refs.set_if_equals(REF, None, None)  # absent, and stays absent
+    deep = REF[:-len("main")] + "a/b/c"
+    refs.write_ref(deep, A, fsync=False)
+    assert refs.read(deep) == A
+    refs.write_op_head(B, fsync=False)
+    assert refs.read_op_head() == B
+
+
+def test_reflog_files_are_readable_by_everyone_not_executable(tmp_path):
+    old = os.umask(0o022)
+    try:
+        FileRefs(tmp_path).set_if_equals(REF, None, A)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "logs" / REF).stat().st_mode) == 0o644
