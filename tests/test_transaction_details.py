@@ -1,0 +1,410 @@
+"""What the transaction and operation-log contracts leave implicit, pinned down (each check
+kills mutants that survived `python -m tests.mutation transaction`): the API's messages,
+which branch an append goes to, rebases that keep extra parents, adopted appends (the
+LangGraph saver's path), roll-forward that never logs a move twice, and the operation log's
+lookups, ages and undo/restore results."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxstore.errors import AmbiguousId, BadRevision, CorruptStore, InvalidInput, RefConflict
+from ctxstore.objects import Event, Operation
+from ctxstore.porcelain import branches as pb
+from ctxstore.porcelain import sessions as ps
+from ctxstore.refs import HEAD, branch_ref
+from ctxstore.repo import Repository, operations
+from ctxstore.repo.transaction import Journal, Move
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = Repository.init(tmp_path, durability="never")
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def session(repo):
+    sid, root = repo.new_session(title="t")
+    return sid, root, branch_ref(sid, "main")
+
+
+def _prompt(text="hi"):
+    return ("UserPromptSubmitted", "user", {"text": text})
+
+
+# --- which branch, and what the API refuses ---------------------------------------------------
+
+def test_append_goes_to_the_transaction_branch_else_heads(repo, session):
+    sid, root, main = session
+    pb.create_branch(repo, "side")
+    side = branch_ref(sid, "side")
+    with repo.transaction(side) as tx:
+        eid = tx.append(*_prompt())
+        assert tx.appended == [eid] and tx.base == root and tx.tip == eid
+        assert tx.read(side) == eid and tx.read(main) == root
+    assert repo.refs.read(side) == eid and repo.refs.read(main) == root
+    with repo.transaction() as tx:
+        e2 = tx.append(*_prompt())
+        e3 = tx.append(*_prompt("again"), ref=side)
+    assert repo.refs.read(main) == e2 and repo.refs.read(side) == e3
+    ev = repo.store.get_typed(e3, Event)
+    with repo.transaction() as tx:  # append_event goes to the named branch, not HEAD's
+        made = repo.make_event("UserPromptSubmitted", "user", {"text": "x"}, (e3,))
+        e4 = tx.append_event(made, ref=side)
+    assert repo.refs.read(side) == e4 and repo.refs.read(main) == e2
+    with pytest.raises(InvalidInput, match="^an appended event must name the branch tip as a parent$"):
+        with repo.transaction() as tx:
+            tx.append_event(ev)
+
+
+def test_appends_to_a_ref_outside_the_sessions(repo, session):
+    _sid, root, _main = session
+    other = "refs/langgraph/thread"
+    with repo.transaction() as tx:
+        tx.create_ref(other, root)
+    with repo.transaction(other) as tx:
+        eid = tx.append(*_prompt())
+    assert repo.refs.read(other) == eid
+
+
+def test_transaction_api_messages(repo, session):
+    sid, root, main = session
+    tx = repo.transaction()
+    tx.set_ref(main, root)
+    with pytest.raises(InvalidInput, match=f"^{main}: a transaction cannot both move and append to a ref$"):
+        tx.append(*_prompt())
+    with pytest.raises(BadRevision, match=f"^branch {branch_ref(sid, 'nope')} does not exist$"):
+        tx.branch(branch_ref(sid, "nope"))
+    with pytest.raises(InvalidInput, match="^set_head needs exactly one of ref and detached$"):
+        tx.set_head()
+    with pytest.raises(InvalidInput, match="^set_head needs exactly one of ref and detached$"):
+        tx.set_head(ref=main, detached=root)
+    with pytest.raises(InvalidInput, match=f"^{main}: already part of this transaction$"):
+        tx.adopt(main, root, [])
+    tx.abort()
+    with pytest.raises(InvalidInput, match="^the transaction was aborted$"):
+        tx.commit()
+
+
+def test_set_head_defaults_and_detaching(repo, session):
+    _sid, root, main = session
+    with repo.transaction() as tx:
+        tx.set_head(detached=root)
+    assert repo.refs.read_head_value() == root
+    assert repo.refs.reflog(HEAD)[-1].message == ""  # no message given, none made up
+    with repo.transaction(message="back") as tx:
+        tx.set_head(ref=main)
+        tx.set_head(ref=main, message="twice")  # the second call keeps the first's expectation
+    assert repo.refs.read_head_value() == f"ref: {main}"
+    assert repo.refs.reflog(HEAD)[-1].message == "twice"
+
+
+def test_head_reflog_names_the_events_of_a_checkout(repo, session):
+    sid, root, main = session
+    pb.create_branch(repo, "side")
+    e1 = ps.append(repo, *_prompt())
+    side = branch_ref(sid, "side")
+    with repo.transaction(message="co") as tx:
+        tx.set_head(ref=side)
+    last = repo.refs.reflog(HEAD)[-1]
+    assert (last.old, last.new, last.message) == (e1, root, "co")
+    with repo.transaction(message="new branch and checkout") as tx:
+        tx.create_ref(branch_ref(sid, "third"), e1)
+        tx.set_head(ref=branch_ref(sid, "third"))
+    last = repo.refs.reflog(HEAD)[-1]
+    assert (last.old, last.new) == (root, e1)
+    assert main != side
+
+
+def test_set_head_with_a_bad_branch_name_is_refused(repo, session):
+    from ctxstore.errors import InvalidRefName
+
+    tx = repo.transaction()
+    with pytest.raises(InvalidRefName):
+        tx.set_head(ref="refs/sessions/x/../y")
+    tx.abort()
+
+
+def test_a_branch_without_rebase_conflicts_when_it_moved(repo, session, tmp_path):
+    _sid, _root, main = session
+    for rebase_arg in ({"rebase": False}, {}):
+        tx = repo.transaction(rebase=True)
+        br = tx.branch(main, **rebase_arg)
+        br.add(tx.event_fields(*_prompt(), parents=(br.tip,)))
+        other = Repository.open(tmp_path)
+        ps.append(other, *_prompt("meanwhile"))
+        other.close()
+        if rebase_arg:
+            with pytest.raises(RefConflict):
+                tx.commit()
+        else:
+            tx.commit()
+            assert br.rebased
+
+
+def test_an_append_to_a_branch_deleted_meanwhile_is_a_conflict(repo, session, tmp_path):
+    sid, root, _main = session
+    pb.create_branch(repo, "side")
+    side = branch_ref(sid, "side")
+    tx = repo.transaction(side)
+    tx.append(*_prompt())
+    other = Repository.open(tmp_path)
+    with other.transaction() as otx:
+        otx.delete_ref(side, message="gone")
+    assert other.refs.reflog(side)[-1].message == "gone"
+    other.close()
+    with pytest.raises(RefConflict):
+        tx.commit()
+    assert repo.refs.read(side) is None
+
+
+def test_a_rebase_keeps_extra_parents_and_renumbers_generations(repo, session, tmp_path):
+    sid, root, main = session
+    pb.create_branch(repo, "side")
+    side_tip = ps.append(repo, *_prompt("on main"))  # main moves; side stays at root
+    side = branch_ref(sid, "side")
+    with repo.transaction(side) as tx:
+        s1 = tx.append(*_prompt("on side"))
+    tx = repo.transaction(main)
+    merge = tx.append("UserPromptSubmitted", "user", {"text": "merge"}, extra_parents=(s1,))
+    after = tx.append(*_prompt("after"))
+    other = Repository.open(tmp_path)
+    moved = ps.append(other, *_prompt("meanwhile"))
+    other.close()
+    tx.commit()
+    new_merge, new_after = tx.appended
+    assert (new_merge, new_after) != (merge, after)
+    m = repo.store.get_typed(new_merge, Event)
+    a = repo.store.get_typed(new_after, Event)
+    assert m.parents == (moved, s1) and a.parents == (new_merge,)
+    assert m.generation == 4 and a.generation == 5  # root 1, side_tip 2, moved 3
+    assert repo.refs.read(main) == new_after and side_tip != moved
+
+
+# --- events stored without a branch -------------------------------------------------------------
+
+def test_put_new_event_tells_whether_the_store_lacked_it_and_marks_sessions(repo, session):
+    sid, root, _main = session
+    with repo.transaction() as tx:
+        fields = tx.event_fields(*_prompt(), parents=(root,))
+        fields["generation"] = 256  # a session mark is due at every 256th generation
+        eid, new = tx.put_new_event(fields, sid)
+        assert (eid, new) == (tx.put_new_event(fields, sid)[0], True)
+        assert tx.put_new_event(fields, sid) == (eid, False)
+        assert tx.generation(eid) == 256
+    assert repo.store.get_typed(eid, Event).payload == {"text": "hi"}
+    assert repo.session_marks.get(eid) == sid
+
+
+# --- adopted appends (group-committing writers) ------------------------------------------------
+
+def _stored_chain(repo, base, n):
+    """n events chained on base, stored but named by no ref (as the LangGraph saver does)."""
+    out = []
+    with repo.transaction() as tx:
+        parent = base
+        for i in range(n):
+            eid = tx.event("UserPromptSubmitted", "user", {"text": f"a{i}"}, (parent,))
+            out.append((eid, repo.store.get_typed(eid, Event)))
+            parent = eid
+    return out
+
+
+def test_adopt_moves_the_branch_to_the_adopted_tip(repo, session):
+    _sid, root, main = session
+    chain = _stored_chain(repo, root, 2)
+    with repo.transaction(message="saver") as tx:
+        br = tx.adopt(main, root, chain, message="saver: 2 event(s)")
+        assert br.appended == [e for e, _ in chain] and br.tip == chain[-1][0]
+        assert tx.generation(chain[-1][0]) == 3
+    assert repo.refs.read(main) == chain[-1][0]
+    assert repo.refs.reflog(main)[-1].message == "saver: 2 event(s)"
+
+
+def test_adopted_appends_rebase_onto_a_moved_branch(repo, session, tmp_path):
+    _sid, root, main = session
+    chain = _stored_chain(repo, root, 2)
+    moved = ps.append(repo, *_prompt("meanwhile"))
+    with repo.transaction() as tx:
+        br = tx.adopt(main, root, chain)
+    assert br.rebased and not br.dropped
+    first, second = (repo.store.get_typed(e, Event) for e in br.appended)
+    assert first.parents == (moved,) and second.parents == (br.appended[0],)
+    assert [e.payload["text"] for e in (first, second)] == ["a0", "a1"]
+    assert br.fields[0]["parents"] == [moved]
+    assert repo.refs.read(main) == br.appended[-1]
+
+
+def test_adopted_appends_to_a_deleted_branch_are_dropped_only_when_asked(repo, session):
+    sid, root, _main = session
+    pb.create_branch(repo, "side")
+    side = branch_ref(sid, "side")
+    chain = _stored_chain(repo, root, 1)
+    with repo.transaction() as tx:
+        tx.delete_ref(side)
+    with repo.transaction() as tx:
+        br = tx.adopt(side, root, chain, drop_if_deleted=True)
+    assert br.dropped and repo.refs.read(side) is None
+    with pytest.raises(RefConflict):
+        with repo.transaction() as tx:
+            tx.adopt(side, root, chain)
+
+
+# --- the journal and roll-forward --------------------------------------------------------------
+
+def test_a_journal_of_another_version_is_refused_naming_it(tmp_path):
+    data = Journal("a" * 64, 1, "ctx", (Move("HEAD", None, "x", "m"),)).encode()
+    with pytest.raises(CorruptStore) as err:
+        Journal.decode(data.replace(b'"version":1', b'"version":2'))
+    assert str(err.value) == ("journal: not a transaction journal (unknown journal version 2); "
+                              "the moves of the interrupted transaction cannot be replayed")
+    with pytest.raises(CorruptStore, match=r"^x/journal: not a transaction journal"):
+        Journal.decode(b"\xff", where="x/journal")
+
+
+def test_roll_forward_does_not_log_a_move_twice(tmp_path):
+    """A process died after writing a move's reflog line but before the ref: replaying the
+    journal writes the ref and not the line again, however long the reflog already is."""
+    repo = Repository.init(tmp_path, durability="never")
+    sid, root = repo.new_session(title="t")
+    main = branch_ref(sid, "main")
+    e1 = ps.append(repo, *_prompt("one"))
+    with repo.transaction() as tx:  # stored, not yet named
+        e2 = tx.event("UserPromptSubmitted", "user", {"text": "two"}, (e1,))
+    refs = repo.refs
+    journal = Journal("f" * 64, 123, "ctx", (Move(main, e1, e2, "append: 1 event(s)"),))
+    refs.write_journal(journal.encode())
+    from ctxstore.refs import ReflogEntry
+
+    entry = ReflogEntry(e1, e2, 123, "ctx", "append: 1 event(s)")
+    refs.append_reflog(main, entry, fsync=False)  # the crash came after this line
+    before_main, before_head = len(refs.reflog(main)), len(refs.reflog(HEAD))
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert repo.refs.read(main) == e2 and not repo.refs.has_journal()
+    assert len(repo.refs.reflog(main)) == before_main  # not written twice
+    assert len(repo.refs.reflog(HEAD)) == before_head + 1  # HEAD's line was not written yet
+    assert repo.refs.read_op_head() == "f" * 64
+    repo.close()
+
+
+# --- the operation log ------------------------------------------------------------------------
+
+def test_logged_operation_to_dict_carries_its_id(repo, session):
+    lo = next(operations.walk(repo))
+    assert lo.to_dict() == {"id": lo.id, **lo.op.to_dict()}
+
+
+def test_walk_from_an_older_operation(repo, session):
+    ps.append(repo, *_prompt())
+    newest, older = list(operations.walk(repo))[:2]
+    assert [lo.id for lo in operations.walk(repo, older.id)] == [older.id]
+    assert newest.op.parents == (older.id,)
+
+
+def _chain_ops(repo, times):
+    """Operations with the given times, oldest first, chained on op-head; returns their ids."""
+    ids = []
+    parent = repo.refs.read_op_head()
+    for t in times:
+        op = Operation(parents=(parent,) if parent else (), time=t, user="u", host="h",
+                       command="c", description="d", changes=())
+        parent = repo.store.put_object(op)
+        ids.append(parent)
+    repo.store.flush()
+    repo.refs.write_op_head(parent, fsync=False)
+    return ids
+
+
+def test_operations_split_by_age_at_the_cutoff(repo):
+    old, exact, young, odd = _chain_ops(repo, ["2020-01-01T00:00:00.000Z", "2021-01-01T00:00:00.000Z",
+                                               "2022-01-01T00:00:00.000Z", "not a time"])
+    from datetime import datetime
+
+    cutoff = datetime.fromisoformat("2021-01-01T00:00:00+00:00").timestamp()
+    young_ids, old_ops = operations.split_by_age(repo, cutoff)
+    assert young_ids == [odd, young, exact]  # at the cutoff is young; an unreadable time too
+    assert [lo.id for lo in old_ops] == [old]
+    assert operations.split_by_age(repo, None) == ([odd, young, exact, old], [])
+    assert operations.split_by_age(repo, float("inf"))[0] == [odd]
+
+
+def test_truncated_at_names_the_first_missing_operation(repo):
+    assert operations.truncated_at(repo) is None  # no log at all
+    gone = "e" * 64
+    repo.refs.write_op_head(gone, fsync=False)
+    assert operations.truncated_at(repo) == gone  # even the newest is gone
+    (kept,) = _chain_ops(repo, ["2022-01-01T00:00:00.000Z"])
+    assert operations.truncated_at(repo) == gone
+    assert [lo.id for lo in operations.walk(repo)] == [kept]
+
+
+def test_truncated_at_is_none_for_a_whole_log(repo, session):
+    assert operations.truncated_at(repo) is None
+
+
+def test_resolve_operations_by_position_and_prefix(repo, session):
+    ps.append(repo, *_prompt())
+    ps.append(repo, *_prompt("2"))
+    ids = [lo.id for lo in operations.walk(repo)]
+    assert operations.resolve(repo, "@").id == ids[0]
+    assert operations.resolve(repo, " @-2 ").id == ids[2]
+    assert operations.resolve(repo, ids[1][:4].upper()).id == ids[1]
+    with pytest.raises(BadRevision, match=r"^cannot read operation '@-x': use an id, @ or @-N$"):
+        operations.resolve(repo, "@-x")
+    with pytest.raises(BadRevision, match=r"^no operation @-3: the log is shorter$"):
+        operations.resolve(repo, "@-3")
+    for bad in (ids[0][:3], "zzzz", "@x"):
+        with pytest.raises(BadRevision, match=f"^no operation '{bad}': give at least 4 hex digits of its id$"):
+            operations.resolve(repo, bad)
+    with pytest.raises(BadRevision, match="^no operation 0000 in the operation log$"):
+        operations.resolve(repo, "0000")
+
+
+def test_an_ambiguous_operation_prefix_lists_the_candidates(repo):
+    seen: dict[str, list[str]] = {}
+    while True:  # operations until two share their first 4 hex digits (~300 on average)
+        (oid,) = _chain_ops(repo, ["2022-01-01T00:00:00.000Z"])  # each has a new parent
+        seen.setdefault(oid[:4], []).append(oid)
+        if len(seen[oid[:4]]) == 2:
+            break
+    prefix = oid[:4]
+    newest_first = list(reversed(seen[prefix]))
+    with pytest.raises(AmbiguousId) as err:
+        operations.resolve(repo, prefix)
+    assert str(err.value) == (f"operation prefix {prefix} is ambiguous: "
+                              f"{newest_first[0][:12]}, {newest_first[1][:12]}")
+
+
+def test_undo_and_restore_report_what_they_did(repo, session, tmp_path):
+    sid, root, main = session
+    with pytest.raises(BadRevision, match="^nothing to undo: the operation log is empty$"):
+        operations.undo(Repository.init(tmp_path / "empty", durability="never"))
+    e1 = ps.append(repo, *_prompt())
+    appended = next(operations.walk(repo))
+    new_id, undone = operations.undo(repo, command="ctx undo")
+    assert undone.id == appended.id and new_id == operations.op_head(repo)
+    lo = next(operations.walk(repo))
+    msg = f"undo: operation {appended.id[:12]} ({appended.op.description})"
+    assert (lo.op.command, lo.op.description) == ("ctx undo", msg)
+    assert repo.refs.reflog(main)[-1].message == msg and repo.refs.read(main) == root
+
+    first = list(operations.walk(repo))[-1]
+    pb.create_branch(repo, "side")
+    with repo.transaction() as tx:
+        tx.set_head(detached=root)
+    after_first = operations.refs_after(repo, first.id)
+    assert after_first == {main: root, branch_ref(sid, "side"): None, HEAD: f"ref: {main}"}
+    op_id, diff = operations.restore(repo, first.id, command="ctx op restore")
+    assert list(diff) == [branch_ref(sid, "side"), HEAD]  # refs sorted, HEAD last
+    assert diff[HEAD] == (root, f"ref: {main}")
+    lo = next(operations.walk(repo))
+    msg = f"restore: to operation {first.id[:12]}"
+    assert op_id == lo.id and (lo.op.command, lo.op.description) == ("ctx op restore",
+                                                                     f"{msg} (2 refs)")
+    assert repo.refs.reflog(HEAD)[-1].message == msg
+    with pytest.raises(BadRevision, match=f"^operation {'0' * 12} is not in the operation log$"):
+        operations.refs_after(repo, "0" * 64)
+    assert e1
