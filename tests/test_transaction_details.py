@@ -408,3 +408,50 @@ def test_undo_and_restore_report_what_they_did(repo, session, tmp_path):
     with pytest.raises(BadRevision, match=f"^operation {'0' * 12} is not in the operation log$"):
         operations.refs_after(repo, "0" * 64)
     assert e1
+
+
+def test_roll_forward_leaves_refs_moved_by_outside_writers_and_logs_head_once(tmp_path):
+    repo = Repository.init(tmp_path, durability="never")
+    sid, root = repo.new_session(title="t")
+    main = branch_ref(sid, "main")
+    pb.create_branch(repo, "side")
+    side = branch_ref(sid, "side")
+    e1 = ps.append(repo, *_prompt("one"))
+    with repo.transaction() as tx:
+        e2 = tx.event("UserPromptSubmitted", "user", {"text": "two"}, (e1,))
+    repo.refs.set_if_equals(side, root, e1)  # a writer outside the transaction moved it
+    journal = Journal("f" * 64, 123, "ctx", (Move(main, e1, e2, "m"), Move(side, root, e2, "s")))
+    repo.refs.write_journal(journal.encode())
+    head_log, side_log = repo.refs.reflog(HEAD), repo.refs.reflog(side)
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert repo.refs.read(main) == e2 and repo.refs.read(side) == e1
+    assert repo.refs.reflog(side) == side_log
+    new_head = repo.refs.reflog(HEAD)[len(head_log):]
+    assert [(e.old, e.new, e.ts_ms, e.message) for e in new_head] == [(e1, e2, 123, "m")]
+    repo.close()
+
+
+def test_moving_a_branch_head_does_not_name_leaves_heads_reflog_alone(repo, session):
+    sid, root, _main = session
+    pb.create_branch(repo, "side")
+    head_log = repo.refs.reflog(HEAD)
+    with repo.transaction(branch_ref(sid, "side")) as tx:
+        tx.append(*_prompt())
+    assert repo.refs.reflog(HEAD) == head_log
+    with repo.transaction() as tx:
+        tx.set_head(detached=root, message="detach")
+    assert len(repo.refs.reflog(HEAD)) == len(head_log) + 1
+
+
+def test_the_operation_user_falls_back_to_the_uid(monkeypatch):
+    import getpass
+    import os
+
+    from ctxstore.repo.transaction import default_user
+
+    def no_user():
+        raise KeyError("getpwuid(): uid not found")
+
+    monkeypatch.setattr(getpass, "getuser", no_user)
+    assert default_user() == str(os.getuid())

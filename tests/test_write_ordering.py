@@ -158,3 +158,20 @@ def test_compare_and_swap_moves_sync_unless_told_not_to(tmp_path, monkeypatch):
     trace.steps.clear()
     refs.write_journal(b"{}\n")  # the primitive's default is durable
     assert trace.steps == ["fsync journal.tmp", "rename journal.tmp journal", "fsync ./"]
+
+
+def test_recovery_syncs_every_step_it_replays(tmp_path, monkeypatch):
+    """Repository.open rolls an interrupted journal forward with every write fsync'd, whatever
+    the store's durability: it runs once, and the journal is removed at its end."""
+    repo, sid, ctx = _store(tmp_path, "never")
+    main = f"refs/sessions/{sid}/main"
+    with repo.transaction() as tx:
+        eid = tx.event("UserPromptSubmitted", "user", {"text": "x"}, (repo.refs.read(main),))
+    from ctxstore.repo.transaction import Journal, Move
+
+    repo.refs.write_journal(Journal("f" * 64, 1, "ctx", (Move(main, repo.refs.read(main), eid,
+                                                              "m"),)).encode(), fsync=False)
+    repo.close()
+    trace = Trace(ctx, monkeypatch)
+    Repository.open(tmp_path).close()
+    assert _without_objects(trace.steps) == [*_step7_ref(main, True), *_finish(True)]
