@@ -13,17 +13,24 @@ For each group, a scratch copy of the repository is made in `.mutation/<group>/`
 tests — and of those, only the ones that execute the mutated function (mutmut's per-function
 selection), in forked processes, `--max-children` at a time (default 2). At the end a table
 gives, per module, the mutants and how many the tests killed; `.mutation/<group>/survivors.txt`
-lists every surviving mutant as a diff (`mutmut show`). "no tests" mutants are in functions no
-test of the group executes; they count as not killed.
+lists every mutant not killed as a diff of its function, and `verdicts.json` every verdict.
+"no tests" mutants are in functions no test of the group executes; they count as not killed.
+
+`--again` copies the current tests in and re-runs only the mutants not killed so far. mutmut
+forgets every cached verdict when the group's test list changes (a new test file), so the
+verdicts of earlier runs are kept in `verdicts.json` and merged: tests are only added between
+runs, so a mutant killed once stays killed.
 
 It is not part of CI (tens of minutes on 2 cores); docs/testing.md records the last run and
-what each surviving mutant means. `--again` pays off only while the group's test list is the
-same: mutmut drops every cached verdict when the selection of tests changes.
+what each surviving mutant means.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import difflib
+import json
 import re
 import shutil
 import subprocess
@@ -116,20 +123,81 @@ def _results(mutmut: list[str], work: Path) -> str:
                           text=True, check=True).stdout
 
 
+def _statuses(mutmut: list[str], work: Path) -> dict[str, str]:
+    """mutmut's verdict per mutant key."""
+    return {m["key"]: m["status"] for m in map(STATUS.match, _results(mutmut, work).splitlines())
+            if m}
+
+
+def _verdicts(work: Path) -> dict[str, str]:
+    """The verdicts of the group's runs so far (`--again` runs merged in), or {}."""
+    path = work / "verdicts.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _tally(verdicts: dict[str, str], modules: list[str]) -> dict[str, Counter]:
+    tally: dict[str, Counter] = {m: Counter() for m in modules}
+    for key, status in verdicts.items():
+        module = _module_of(key.split(".x_")[0].split(".xǁ")[0] + ".", modules)
+        tally.setdefault(module, Counter())[status] += 1
+    return tally
+
+
+def _functions(path: Path) -> dict[str, str]:
+    """Source of every function in a mutmut-trampolined module, by (Class.)name."""
+    src = path.read_text(encoding="utf-8")
+    out: dict[str, str] = {}
+
+    def visit(nodes, prefix):
+        for n in nodes:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out[prefix + n.name] = ast.get_source_segment(src, n) or ""
+            elif isinstance(n, ast.ClassDef):
+                visit(n.body, prefix + n.name + ".")
+
+    visit(ast.parse(src).body, "")
+    return out
+
+
+def _diffs(work: Path, keys: list[str], modules: list[str], verdicts: dict[str, str]) -> str:
+    """Each mutant as a diff of its function against the original (what `mutmut show`
+    prints, without starting one process per mutant)."""
+    sources = {m: _functions(work / "mutants" / m) for m in modules}
+    out = []
+    for key in keys:
+        dotted, _, name = key.rpartition(".")
+        module = _module_of(key.split(".x_")[0].split(".xǁ")[0] + ".", modules)
+        prefix = name.split("ǁ")[1] + "." if name.startswith("xǁ") else ""
+        funcs = sources.get(module, {})
+        mutant = funcs.get(prefix + name, "")
+        orig = funcs.get(prefix + re.sub(r"__mutmut_\d+$", "__mutmut_orig", name), "")
+        # both `def` lines carry mangled names: put the function's own name back
+        real = re.sub(r"__mutmut_\d+$", "", name)
+        real = real.split("ǁ")[-1] if "ǁ" in real else real.removeprefix("x_")
+        unmangle = re.compile(r"def \S+?__mutmut_(orig|\d+)\(")
+        a = [unmangle.sub(f"def {real}(", line) for line in orig.splitlines()]
+        b = [unmangle.sub(f"def {real}(", line) for line in mutant.splitlines()]
+        diff = difflib.unified_diff(a, b, module, f"{module} ({dotted}.{name})", lineterm="", n=1)
+        out.append(f"# {key}: {verdicts[key]}\n" + "\n".join(diff) + "\n")
+    return "\n".join(out)
+
+
 def run_group(name: str, children: int, again: bool = False) -> dict[str, Counter]:
     modules, tests = GROUPS[name]
     work = WORK / name
     mutmut = [sys.executable, "-m", "mutmut"]
     start = time.monotonic()
+    previous = _verdicts(work) if again else {}
     log = open(work / "run.log" if again else _fresh(work, modules, tests) / "run.log", "a",
                encoding="utf-8")
     names: list[str] = []
-    if again:  # the current tests, then only what survived (mutmut adds stats for new tests)
+    if again:  # the current tests, then only what was not killed
         changed = [m for m in modules if not (work / m).exists()
                    or (work / m).read_bytes() != (ROOT / m).read_bytes()]
         if changed:
             raise SystemExit(f"{name}: {', '.join(changed)} changed since the last run; "
                              f"run the group without --again")
+        previous = previous or _statuses(mutmut, work)
         for base in (work, work / "mutants"):
             shutil.rmtree(base / "tests", ignore_errors=True)
             shutil.copytree(ROOT / "tests", base / "tests",
@@ -137,31 +205,24 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
             (base / "pyproject.toml").write_text(
                 (ROOT / "pyproject.toml").read_text(encoding="utf-8") + _config(modules, tests),
                 encoding="utf-8")
-        names = [m["key"] for m in map(STATUS.match, _results(mutmut, work).splitlines())
-                 if m and m["status"] != "killed"]
+        names = [k for k, status in previous.items() if status != "killed"]
         if not names:
             print(f"{name}: nothing survived", file=sys.stderr)
     if names or not again:
         subprocess.run([*mutmut, "run", "--max-children", str(children), *names], cwd=work,
                        stdout=log, stderr=subprocess.STDOUT, check=False)
-    out = _results(mutmut, work)
-    tally: dict[str, Counter] = {m: Counter() for m in modules}
-    survivors = []
-    for line in out.splitlines():
-        m = STATUS.match(line)
-        if not m:
-            continue
-        module = _module_of(m["name"].split(".x_")[0].split(".xǁ")[0] + ".", modules)
-        tally.setdefault(module, Counter())[m["status"]] += 1
-        if m["status"] != "killed":
-            survivors.append(line.strip().split(":")[0])
-    with open(work / "survivors.txt", "w", encoding="utf-8") as f:
-        for key in survivors:
-            f.write(subprocess.run([*mutmut, "show", key], cwd=work, capture_output=True,
-                                   text=True).stdout + "\n")
-    print(f"{name}: {sum(sum(c.values()) for c in tally.values())} mutants in "
-          f"{time.monotonic() - start:.0f} s", file=sys.stderr)
-    return tally
+    # A changed test list makes mutmut forget every verdict, so a mutant an earlier run
+    # killed (and this one did not re-run) reads "not checked": keep the earlier verdict.
+    # Tests are only ever added between runs, so what they killed stays killed.
+    verdicts = {k: previous.get(k, s) if s == "not checked" else s
+                for k, s in _statuses(mutmut, work).items()}
+    (work / "verdicts.json").write_text(json.dumps(verdicts, indent=0, sort_keys=True),
+                                        encoding="utf-8")
+    survivors = [k for k, s in verdicts.items() if s != "killed"]
+    (work / "survivors.txt").write_text(_diffs(work, survivors, modules, verdicts),
+                                        encoding="utf-8")
+    print(f"{name}: {len(verdicts)} mutants in {time.monotonic() - start:.0f} s", file=sys.stderr)
+    return _tally(verdicts, modules)
 
 
 def table(results: dict[str, dict[str, Counter]]) -> str:
@@ -180,14 +241,11 @@ def table(results: dict[str, dict[str, Counter]]) -> str:
 def report(name: str) -> dict[str, Counter]:
     """The tally of a group's last (possibly unfinished) run, from its scratch copy."""
     modules, _ = GROUPS[name]
-    out = _results([sys.executable, "-m", "mutmut"], WORK / name)
-    tally: dict[str, Counter] = {m: Counter() for m in modules}
-    for line in out.splitlines():
-        m = STATUS.match(line)
-        if m:
-            module = _module_of(m["name"].split(".x_")[0].split(".xǁ")[0] + ".", modules)
-            tally.setdefault(module, Counter())[m["status"]] += 1
-    return tally
+    work = WORK / name
+    verdicts = _statuses([sys.executable, "-m", "mutmut"], work)
+    earlier = _verdicts(work)
+    return _tally({k: earlier.get(k, s) if s == "not checked" else s for k, s in verdicts.items()},
+                  modules)
 
 
 def main(argv: list[str] | None = None) -> int:
