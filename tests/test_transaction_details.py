@@ -455,3 +455,122 @@ def test_the_operation_user_falls_back_to_the_uid(monkeypatch):
 
     monkeypatch.setattr(getpass, "getuser", no_user)
     assert default_user() == str(os.getuid())
+
+
+# --- new sessions -------------------------------------------------------------------------------
+
+def test_new_session_records_every_argument(repo):
+    with repo.transaction(message="imp") as tx:
+        sid, root = tx.new_session(
+            "Title", "the goal", config={"model": "m"}, ts="2026-01-02T03:04:05.000Z",
+            kind="import", parent_session="p" * 64, spawn_event="e" * 64,
+            origin={"format": "claude-code", "id": "x"}, nonce="n1", cwd="/w", repo_root="/r",
+            branch="imported", checkout=False)
+    s = repo.session(sid)
+    assert (s.title, s.created, s.cwd, s.repo_root, s.parent_session, s.spawn_event, s.kind,
+            s.nonce) == ("Title", "2026-01-02T03:04:05.000Z", "/w", "/r", "p" * 64, "e" * 64,
+                         "import", "n1")
+    assert dict(s.origin) == {"format": "claude-code", "id": "x"} and s.config["model"] == "m"
+    ev = repo.store.get_typed(root, Event)
+    assert (ev.type, ev.actor, ev.parents, ev.generation, ev.ts) == (
+        "SessionStarted", "system", (), 1, "2026-01-02T03:04:05.000Z")
+    assert ev.payload == {"session": sid, "title": "Title", "goal": "the goal"}
+    ref = branch_ref(sid, "imported")
+    assert repo.refs.read(ref) == root and repo.refs.read_head_value() is None  # no checkout
+    assert repo.refs.reflog(ref)[-1].message == "session: created"
+
+
+def test_new_session_defaults(repo):
+    with repo.transaction() as tx:
+        sid, root = tx.new_session()
+    s = repo.session(sid)
+    assert (s.title, s.cwd, s.repo_root, s.parent_session, s.spawn_event, s.kind) == (
+        "", "", "", "", "", "main")
+    assert dict(s.origin) == {} and len(s.nonce) == 16  # 8 random bytes, hex
+    assert repo.store.get_typed(root, Event).payload == {"session": sid}
+    main = branch_ref(sid, "main")
+    assert repo.refs.read_head_value() == f"ref: {main}"
+    assert repo.refs.reflog(HEAD)[-1].message == f"checkout: new session {sid[:12]}"
+    assert repo.refs.reflog(main)[-1].actor == "ctx"
+    lo = next(operations.walk(repo))
+    assert lo.op.command == "api: " and lo.op.description == "session: created (2 refs)"
+    assert repo.new_session()[0] != sid  # no nonce: a new session every time
+
+
+def test_new_session_with_a_nonce_is_the_same_session_and_keeps_its_branch(repo):
+    sid, root = repo.new_session("t", nonce="same", ts="2026-01-01T00:00:00.000Z")
+    main = branch_ref(sid, "main")
+    with repo.transaction(main) as tx:
+        tip = tx.append(*_prompt())
+    assert repo.new_session("t", nonce="same", ts="2026-01-01T00:00:00.000Z") == (sid, root)
+    assert repo.refs.read(main) == tip  # it descends from the root: left as it is
+    repo.refs.set_if_equals(main, tip, repo.new_session("other")[1])  # now it does not
+    with pytest.raises(RefConflict, match=f"^ref {main} exists and does not descend from this "
+                                          f"session's root$"):
+        repo.new_session("t", nonce="same", ts="2026-01-01T00:00:00.000Z")
+
+
+# --- what a transaction records -------------------------------------------------------------------
+
+def test_a_transaction_records_actor_command_and_messages(repo, session):
+    sid, root, main = session
+    with repo.transaction(actor="agent-7", message="work", command="tool: x") as tx:
+        tx.append(*_prompt())
+        tx.create_ref(branch_ref(sid, "b"), root)
+        tx.set_ref(branch_ref(sid, "c"), root, expected=None)
+        tx.set_ref(branch_ref(sid, "c"), root, message="c again")  # expects what the first did
+    lo = next(operations.walk(repo))
+    assert (lo.op.command, lo.op.description) == ("tool: x", "work (3 refs)")
+    assert [(e.actor, e.message) for e in repo.refs.reflog(main)[-1:]] == [
+        ("agent-7", "work: 1 event(s)")]
+    assert repo.refs.reflog(branch_ref(sid, "b"))[-1].message == "work"
+    assert repo.refs.reflog(branch_ref(sid, "c"))[-1].message == "c again"
+    with repo.transaction() as tx:
+        tx.delete_ref(branch_ref(sid, "b"))
+    assert repo.refs.reflog(branch_ref(sid, "b"))[-1].message == ""
+    with repo.transaction() as tx:
+        pass
+    assert tx.commit() is None and tx.op_id is None  # nothing moved: no operation
+
+
+def test_set_ref_refuses_head_and_refs_it_appends_to(repo, session):
+    _sid, root, main = session
+    tx = repo.transaction()
+    with pytest.raises(InvalidInput, match="^use set_head to move HEAD$"):
+        tx.set_ref(HEAD, root)
+    tx.append(*_prompt())
+    with pytest.raises(InvalidInput, match=f"^{main}: a transaction cannot both append to and move a ref$"):
+        tx.set_ref(main, root)
+    tx.abort()
+
+
+def test_events_record_actor_causality_and_session_marks(repo, session):
+    sid, root, _main = session
+    with repo.transaction() as tx:
+        fields = tx.event_fields("UserPromptSubmitted", "user", {"text": "x"}, (root,),
+                                 {"message_id": "m"})
+        assert fields["generation"] == 2
+        eid = tx.event("UserPromptSubmitted", "me", {"text": "y"}, (root,), {"message_id": "m"},
+                       session=sid)
+        deep = dict(fields, generation=512)
+        marked = tx.put_event(deep, sid)
+        unmarked = tx.put_event(dict(fields, generation=511), sid)
+        no_session = tx.put_event(dict(fields, generation=768))
+    ev = repo.store.get_typed(eid, Event)
+    assert (ev.actor, dict(ev.causality)) == ("me", {"message_id": "m"})
+    assert repo.session_marks.get(marked) == sid
+    assert repo.session_marks.get(unmarked) is None and repo.session_marks.get(no_session) is None
+    with pytest.raises(InvalidInput, match="^an event payload must be a JSON object$"):
+        with repo.transaction() as tx:
+            tx.event_fields("UserPromptSubmitted", "user", ["not", "a", "map"])  # type: ignore
+
+
+def test_nested_transactions_hold_the_gc_lock_until_the_outermost_ends(repo, session):
+    _sid, root, _main = session
+    outer = repo.transaction()
+    inner = repo.transaction()
+    inner.event("UserPromptSubmitted", "user", {"text": "x"}, (root,))
+    inner.commit()
+    assert repo.store.gc_lock.held  # gc must not run while the outer one is open
+    outer.commit()
+    assert not repo.store.gc_lock.held
