@@ -137,8 +137,10 @@ def test_a_branch_without_rebase_conflicts_when_it_moved(repo, session, tmp_path
         ps.append(other, *_prompt("meanwhile"))
         other.close()
         if rebase_arg:
-            with pytest.raises(RefConflict):
+            with pytest.raises(RefConflict) as err:
                 tx.commit()
+            assert err.value.details == {"ref": main, "expected": br.base,
+                                         "actual": repo.refs.read(main)}
         else:
             tx.commit()
             assert br.rebased
@@ -574,3 +576,41 @@ def test_nested_transactions_hold_the_gc_lock_until_the_outermost_ends(repo, ses
     assert repo.store.gc_lock.held  # gc must not run while the outer one is open
     outer.commit()
     assert not repo.store.gc_lock.held
+
+
+def test_the_check_looks_at_every_branch_of_the_transaction(repo, session, tmp_path):
+    """A branch with nothing appended, or one whose appends are dropped, does not end the
+    check: a later branch that moved is still a conflict, or still rebased."""
+    sid, root, main = session
+    for name in ("a", "b", "c"):
+        pb.create_branch(repo, name)
+    a, b, c = (branch_ref(sid, n) for n in ("a", "b", "c"))
+    tx = repo.transaction(rebase=False)
+    tx.branch(a)  # nothing appended
+    tx.append(*_prompt(), ref=b)
+    other = Repository.open(tmp_path)
+    with other.transaction(b) as otx:
+        moved = otx.append(*_prompt("meanwhile"))
+    with pytest.raises(RefConflict) as err:
+        tx.commit()
+    assert err.value.details == {"ref": b, "expected": root, "actual": moved}
+
+    chain = _stored_chain(repo, root, 1)
+    tx = repo.transaction()
+    tx.adopt(a, root, chain, drop_if_deleted=True)
+    tx.append(*_prompt("on c"), ref=c)
+    with other.transaction() as otx:
+        otx.delete_ref(a)
+        c_moved = otx.append(*_prompt("meanwhile"), ref=c)
+    other.close()
+    tx.commit()
+    assert repo.refs.read(a) is None
+    assert repo.store.get_typed(repo.refs.read(c), Event).parents == (c_moved,)
+
+
+def test_append_reflog_message_defaults_to_append(repo, session):
+    _sid, _root, main = session
+    with repo.transaction() as tx:
+        tx.append(*_prompt())
+        tx.append(*_prompt("2"))
+    assert repo.refs.reflog(main)[-1].message == "append: 2 event(s)"
