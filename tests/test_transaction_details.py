@@ -614,3 +614,58 @@ def test_append_reflog_message_defaults_to_append(repo, session):
         tx.append(*_prompt())
         tx.append(*_prompt("2"))
     assert repo.refs.reflog(main)[-1].message == "append: 2 event(s)"
+
+
+# --- reflog expiry through the transaction, and what an operation records ---------------------
+
+def test_expired_reflog_entries_go_and_undo_puts_them_back_in_time_order(repo, session):
+    sid, root, main = session
+    e1 = ps.append(repo, *_prompt("1"))
+    e2 = ps.append(repo, *_prompt("2"))
+    log = repo.refs.reflog(main)
+    assert len(log) == 3
+    with repo.transaction(message="expire") as tx:
+        tx.expire_reflog(main, log[:2])
+        tx.expire_reflog(HEAD, [])  # nothing to expire: no change recorded
+    assert repo.refs.reflog(main) == log[2:]
+    lo = next(operations.walk(repo))
+    assert [(name, how, len(keys)) for name, how, keys in lo.op.reflogs] == [(main, "expired", 2)]
+    assert lo.op.changes == ()
+    e3 = ps.append(repo, *_prompt("3"))  # written after the expiry: stays
+    with repo.transaction() as tx:  # undo of the expiry, by hand: restore merges by time
+        tx.restore_reflog(main, log[:2])
+    restored = repo.refs.reflog(main)
+    assert restored[:3] == log and restored[3].new == e3
+    assert [e.new for e in restored] == [root, e1, e2, e3]
+    lo = next(operations.walk(repo))
+    assert [(name, how) for name, how, _ in lo.op.reflogs] == [(main, "restored")]
+    with repo.transaction() as tx:  # restoring what is there changes nothing
+        tx.restore_reflog(main, log[:1])
+    assert repo.refs.reflog(main) == restored
+
+
+def test_an_operation_records_who_where_and_its_parent(repo, session):
+    import socket
+
+    from ctxstore.repo.transaction import default_user
+
+    first = operations.op_head(repo)
+    ps.append(repo, *_prompt())
+    lo = next(operations.walk(repo))
+    assert lo.op.parents == (first,)
+    assert (lo.op.user, lo.op.host) == (default_user(), socket.gethostname())
+    assert lo.op.time.endswith("Z")
+
+
+def test_a_commit_rolls_an_interrupted_journal_forward_first(repo, session):
+    sid, root, main = session
+    pb.create_branch(repo, "side")
+    side = branch_ref(sid, "side")
+    e1 = ps.append(repo, *_prompt())
+    head_op = operations.op_head(repo)
+    pending = Journal(head_op, 5, "ctx", (Move(side, root, e1, "from a dead process"),))
+    repo.refs.write_journal(pending.encode())  # a process died after its commit point
+    e2 = ps.append(repo, *_prompt("next"))
+    assert repo.refs.read(side) == e1 and repo.refs.read(main) == e2
+    assert repo.refs.reflog(side)[-1].message == "from a dead process"
+    assert not repo.refs.has_journal()
