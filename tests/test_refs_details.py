@@ -287,3 +287,12 @@ def test_reflog_files_are_readable_by_everyone_not_executable(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "logs" / REF).stat().st_mode) == 0o644
+
+
+def test_ref_names_up_to_1024_bytes():
+    from ctxstore.refs.names import check_ref_name
+
+    name = "refs/" + "é" * 509 + "x"  # 5 + 1018 + 1 bytes
+    assert len(name.encode()) == 1024 and check_ref_name(name) == name
+    with pytest.raises(InvalidRefName, match="longer than 1024 bytes$"):
+        check_ref_name(name + "y")

@@ -156,6 +156,12 @@ def test_compare_and_swap_moves_sync_unless_told_not_to(tmp_path, monkeypatch):
     assert trace.steps == [f"append logs/{ref}", f"fsync logs/{ref}", f"unlink {ref}",
                            f"unlink {ref}.lock"]
     trace.steps.clear()
+    refs.set_if_equals(ref, None, a)
+    refs.set_head_symbolic(ref)
+    trace.steps.clear()
+    refs.set_if_equals(ref, a, b)  # HEAD names it: HEAD's reflog line is synced too
+    assert trace.steps[-2:] == ["append logs/HEAD", "fsync logs/HEAD"]
+    trace.steps.clear()
     refs.write_journal(b"{}\n")  # the primitive's default is durable
     assert trace.steps == ["fsync journal.tmp", "rename journal.tmp journal", "fsync ./"]
 
