@@ -102,11 +102,12 @@ def apply_journal(refs: RefStore, journal: Journal, *, fsync: bool, recovering: 
     new value is left alone, and a reflog line already written is not written twice."""
     head_move = next((m for m in journal.moves if m.ref == HEAD), None)
     head_before = head_move.old if head_move is not None else refs.read_head_value()
-    before = {m.ref: m.old for m in journal.moves if m.ref != HEAD}
     after = {m.ref: m.new for m in journal.moves if m.ref != HEAD}
     for m in journal.moves:
         if m.ref == HEAD:
-            entry = ReflogEntry(_target(refs, m.old, before), _target(refs, m.new, after),
+            # HEAD moves last: the branch it named has already moved (and logged that in
+            # HEAD's reflog), so its line starts where that one ended
+            entry = ReflogEntry(_target(refs, m.old, after), _target(refs, m.new, after),
                                 journal.ts_ms, journal.actor, m.message)
             current = refs.read_head_value()
         else:
