@@ -183,6 +183,7 @@ def test_a_rebase_keeps_extra_parents_and_renumbers_generations(repo, session, t
     assert m.parents == (moved, s1) and a.parents == (new_merge,)
     assert m.generation == 4 and a.generation == 5  # root 1, side_tip 2, moved 3
     assert repo.refs.read(main) == new_after and side_tip != moved
+    assert repo.refs.reflog(main)[-1].old == moved  # the move starts at the new tip
 
 
 # --- events stored without a branch -------------------------------------------------------------
@@ -221,6 +222,7 @@ def test_adopt_moves_the_branch_to_the_adopted_tip(repo, session):
         br = tx.adopt(main, root, chain, message="saver: 2 event(s)")
         assert br.appended == [e for e, _ in chain] and br.tip == chain[-1][0]
         assert tx.generation(chain[-1][0]) == 3
+    assert not br.rebased and not br.dropped
     assert repo.refs.read(main) == chain[-1][0]
     assert repo.refs.reflog(main)[-1].message == "saver: 2 event(s)"
 
@@ -669,3 +671,66 @@ def test_a_commit_rolls_an_interrupted_journal_forward_first(repo, session):
     assert repo.refs.read(side) == e1 and repo.refs.read(main) == e2
     assert repo.refs.reflog(side)[-1].message == "from a dead process"
     assert not repo.refs.has_journal()
+
+
+def test_heads_reflog_is_a_chain_when_one_operation_moves_its_branch_and_head(repo, session):
+    """Found by a mutant of apply_journal: restoring to before a checkout moves the checked-out
+    branch back (a HEAD reflog line) and HEAD (another): the second starts where the first
+    ended, not where the branch was before the operation."""
+    sid, root, main = session
+    pb.create_branch(repo, "side")
+    target = operations.op_head(repo)
+    pb.checkout(repo, "side")
+    ps.append(repo, *_prompt())
+    operations.restore(repo, target)
+    log = repo.refs.reflog(HEAD)
+    assert all(prev.new == e.old for prev, e in zip(log, log[1:], strict=False)), log
+    assert repo.refs.read_head_value() == f"ref: {main}"
+
+
+def test_undo_is_a_conflict_when_head_moved_outside_the_log(repo, session):
+    _sid, root, main = session
+    e1 = ps.append(repo, *_prompt())
+    with repo.transaction() as tx:
+        tx.set_head(detached=e1)
+    repo.refs.set_head_detached(root)  # not through a transaction
+    with pytest.raises(RefConflict):
+        operations.undo(repo)
+
+
+def test_undo_of_moves_already_taken_back_records_nothing(repo, session):
+    _sid, root, main = session
+    e1 = ps.append(repo, *_prompt())
+    appended = next(operations.walk(repo))
+    repo.refs.set_if_equals(main, e1, root)  # taken back outside the log
+    assert operations.undo(repo) == ("", appended)
+    assert operations.op_head(repo) == appended.id
+
+
+def test_undo_and_restore_without_a_command_record_the_api_call(repo, session):
+    _sid, _root, _main = session
+    ps.append(repo, *_prompt())
+    first = list(operations.walk(repo))[-1]
+    newest = next(operations.walk(repo))
+    operations.undo(repo)
+    lo = next(operations.walk(repo))
+    assert lo.op.command == f"api: undo: operation {newest.id[:12]} ({newest.op.description})"
+    operations.restore(repo, first.id)
+    assert operations.refs_after(repo, operations.op_head(repo)) == {
+        **dict(repo.refs.iter_refs("refs/")), HEAD: repo.refs.read_head_value()}
+
+
+def test_defaults_of_append_and_set_head_value(repo, session):
+    _sid, root, main = session
+    with repo.transaction(message="m") as tx:
+        eid = tx.append("UserPromptSubmitted", payload={"text": "x"})
+        br = tx.branch()
+        assert not br.rebased and not br.dropped
+    assert repo.store.get_typed(eid, Event).actor == "system"
+    with repo.transaction(message="detach") as tx:
+        tx.set_head_value(root)
+    assert repo.refs.reflog(HEAD)[-1].message == "detach"
+    tx = repo.transaction()
+    tx.set_head(ref=main, expected="f" * 64)  # HEAD is not what this transaction expects
+    with pytest.raises(RefConflict):
+        tx.commit()
