@@ -734,3 +734,80 @@ def test_defaults_of_append_and_set_head_value(repo, session):
     tx.set_head(ref=main, expected="f" * 64)  # HEAD is not what this transaction expects
     with pytest.raises(RefConflict):
         tx.commit()
+
+
+def test_a_transaction_made_directly_defaults_to_actor_ctx(repo, session):
+    from ctxstore.repo.transaction import Transaction
+
+    _sid, root, main = session
+    tx = Transaction(repo)
+    eid = tx.append("UserPromptSubmitted", "user", {"text": "x"})
+    tx.commit()
+    entry = repo.refs.reflog(main)[-1]
+    assert (entry.new, entry.actor, entry.message) == (eid, "ctx", "append: 1 event(s)")
+
+
+def test_event_defaults_and_session_marks_of_stored_events(repo, session):
+    sid, root, _main = session
+    with repo.transaction() as tx:
+        assert tx.event_fields("UserPromptSubmitted")["actor"] == "system"
+        deep = tx.put_event(dict(tx.event_fields("UserPromptSubmitted", parents=(root,)),
+                                 generation=255))
+        marked = tx.event("UserPromptSubmitted", parents=(deep,), session=sid)
+    ev = repo.store.get_typed(marked, Event)
+    assert (ev.actor, ev.generation) == ("system", 256)
+    assert repo.session_marks.get(marked) == sid
+
+
+def test_ref_moves_keep_their_first_expectation_and_conflict_with_details(repo, session, tmp_path):
+    sid, root, main = session
+    e1 = ps.append(repo, *_prompt())
+    b = branch_ref(sid, "b")
+    with repo.transaction(message="tx message") as tx:
+        tx.set_ref(b, root, expected=None)
+    assert repo.refs.reflog(b)[-1].message == "tx message"  # no message: the transaction's
+    tx = repo.transaction()
+    tx.set_ref(b, e1)
+    tx.set_ref(b, root)  # still expects what b held when first staged (root): no conflict
+    tx.commit()
+    assert repo.refs.read(b) == root
+    tx = repo.transaction()
+    tx.create_ref(b, e1)  # b exists: creating it is a conflict
+    with pytest.raises(RefConflict) as err:
+        tx.commit()
+    assert err.value.details == {"ref": b, "expected": None, "actual": root}
+    tx = repo.transaction()
+    tx.set_ref(b, e1)
+    other = Repository.open(tmp_path)
+    with other.transaction() as otx:
+        otx.delete_ref(b)
+    other.close()
+    with pytest.raises(RefConflict) as err:
+        tx.commit()
+    assert err.value.details == {"ref": b, "expected": root, "actual": None}
+
+
+def test_a_ref_that_cannot_be_created_fails_before_the_commit_point(repo, session):
+    sid, root, main = session
+    e1 = ps.append(repo, *_prompt())
+    from ctxstore.errors import InvalidRefName
+
+    tx = repo.transaction()
+    tx.set_ref(branch_ref(sid, "side"), e1, expected=None)
+    tx.set_ref(main + "/sub", root, expected=None)  # main is a branch, not a folder
+    with pytest.raises(InvalidRefName):
+        tx.commit()
+    assert not repo.refs.has_journal() and repo.refs.read(branch_ref(sid, "side")) is None
+
+
+def test_head_conflicts_name_head_and_a_head_already_there_is_no_conflict(repo, session):
+    _sid, root, main = session
+    tx = repo.transaction()
+    tx.set_head(ref=main, expected="f" * 64)  # HEAD is already there: nothing to do
+    tx.commit()
+    tx = repo.transaction()
+    tx.set_head(detached=root)
+    repo.refs.set_head_detached("e" * 64)  # moved outside the transaction
+    with pytest.raises(RefConflict) as err:
+        tx.commit()
+    assert err.value.details == {"ref": HEAD, "expected": f"ref: {main}", "actual": "e" * 64}
