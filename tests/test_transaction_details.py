@@ -811,3 +811,60 @@ def test_head_conflicts_name_head_and_a_head_already_there_is_no_conflict(repo, 
     with pytest.raises(RefConflict) as err:
         tx.commit()
     assert err.value.details == {"ref": HEAD, "expected": f"ref: {main}", "actual": "e" * 64}
+
+
+def test_journal_text_is_utf8_not_escaped(tmp_path):
+    data = Journal("a" * 64, 1, "ctx", (Move("HEAD", None, "x", "café"),)).encode()
+    assert "café".encode() in data and b"\\u" not in data
+
+
+def test_roll_forward_says_whether_it_found_a_journal(repo, session):
+    from ctxstore.repo.transaction import roll_forward
+
+    sid, root, main = session
+    e1 = ps.append(repo, *_prompt())
+    with repo.refs.transaction_lock():
+        assert roll_forward(repo.refs) is False
+    repo.refs.write_journal(Journal("f" * 64, 1, "ctx", (Move(main, e1, root, "back"),)).encode())
+    with repo.refs.transaction_lock():
+        assert roll_forward(repo.refs) is True
+    assert repo.refs.read(main) == root
+
+
+def test_a_ref_another_writer_already_moved_to_our_value_is_not_moved_again(repo, session,
+                                                                           tmp_path):
+    sid, root, main = session
+    ps.append(repo, *_prompt())
+    pb.create_branch(repo, "side")
+    side = branch_ref(sid, "side")  # at e1
+    tx = repo.transaction()
+    tx.set_ref(side, root)
+    other = Repository.open(tmp_path)
+    with other.transaction() as otx:
+        otx.set_ref(side, root)
+    other.close()
+    log = repo.refs.reflog(side)
+    head_op = operations.op_head(repo)
+    assert tx.commit() is None  # nothing left to move: no operation, no reflog line
+    assert repo.refs.reflog(side) == log and operations.op_head(repo) == head_op
+
+
+def test_an_invalid_event_type_says_what_is_valid(repo, session):
+    with pytest.raises(InvalidInput) as err:
+        with repo.transaction() as tx:
+            tx.append("not a type")
+    assert str(err.value) == ("invalid event type 'not a type': use a core type (e.g. "
+                              "UserPromptSubmitted) or a namespaced one (x.yourtool.Thing)")
+
+
+def test_a_transaction_made_directly_rebases_its_appends(repo, session, tmp_path):
+    from ctxstore.repo.transaction import Transaction
+
+    _sid, _root, main = session
+    tx = Transaction(repo)
+    tx.append("UserPromptSubmitted", "user", {"text": "x"})
+    other = Repository.open(tmp_path)
+    moved = ps.append(other, *_prompt("meanwhile"))
+    other.close()
+    tx.commit()
+    assert repo.store.get_typed(repo.refs.read(main), Event).parents == (moved,)

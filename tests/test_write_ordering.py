@@ -181,3 +181,24 @@ def test_recovery_syncs_every_step_it_replays(tmp_path, monkeypatch):
     trace = Trace(ctx, monkeypatch)
     Repository.open(tmp_path).close()
     assert _without_objects(trace.steps) == [*_step7_ref(main, True), *_finish(True)]
+
+
+def test_a_commit_under_always_syncs_the_journal_it_rolls_forward(tmp_path, monkeypatch):
+    repo, sid, ctx = _store(tmp_path, "always")
+    main = f"refs/sessions/{sid}/main"
+    from ctxstore.porcelain import branches as pb
+    from ctxstore.repo.transaction import Journal, Move
+
+    pb.create_branch(repo, "side")
+    side = f"refs/sessions/{sid}/side"
+    root = repo.refs.read(main)
+    with repo.transaction() as tx:
+        eid = tx.event("UserPromptSubmitted", "user", {"text": "x"}, (root,))
+    repo.refs.write_journal(Journal(repo.refs.read_op_head(), 1, "ctx",
+                                    (Move(side, root, eid, "dead"),)).encode())
+    trace = Trace(ctx, monkeypatch)
+    ps.append(repo, "UserPromptSubmitted", "user", {"text": "y"})
+    steps = _without_objects(trace.steps)
+    replay = [f"append logs/{side}", f"fsync logs/{side}", f"fsync {side}.lock",
+              f"rename {side}.lock {side}", f"fsync refs/sessions/{sid}/"]
+    assert steps[:len(replay)] == replay
