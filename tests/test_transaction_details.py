@@ -716,6 +716,7 @@ def test_undo_and_restore_without_a_command_record_the_api_call(repo, session):
     lo = next(operations.walk(repo))
     assert lo.op.command == f"api: undo: operation {newest.id[:12]} ({newest.op.description})"
     operations.restore(repo, first.id)
+    assert next(operations.walk(repo)).op.command == f"api: restore: to operation {first.id[:12]}"
     assert operations.refs_after(repo, operations.op_head(repo)) == {
         **dict(repo.refs.iter_refs("refs/")), HEAD: repo.refs.read_head_value()}
 
