@@ -715,8 +715,9 @@ def test_undo_and_restore_without_a_command_record_the_api_call(repo, session):
     operations.undo(repo)
     lo = next(operations.walk(repo))
     assert lo.op.command == f"api: undo: operation {newest.id[:12]} ({newest.op.description})"
-    operations.restore(repo, first.id)
-    assert next(operations.walk(repo)).op.command == f"api: restore: to operation {first.id[:12]}"
+    assert operations.restore(repo, first.id)[0] is None  # the undo already went back there
+    operations.restore(repo, newest.id)  # redo, by restore
+    assert next(operations.walk(repo)).op.command == f"api: restore: to operation {newest.id[:12]}"
     assert operations.refs_after(repo, operations.op_head(repo)) == {
         **dict(repo.refs.iter_refs("refs/")), HEAD: repo.refs.read_head_value()}
 
