@@ -1,0 +1,131 @@
+"""The compaction checks as pure functions of (summarizer output, range facts): each verdict's
+status and its detail line, which `ctx compact` prints to explain a refusal. Written from the
+survivors of `python -m tests.mutation compaction-checks` (the end-to-end tests in
+test_compaction*.py show that a rule can fail; these pin what it says and where its edges are).
+"""
+
+from __future__ import annotations
+
+from ctxstore.compaction.checks import (
+    MERGE_MIN_SUMMARY_TOKENS,
+    RangeFacts,
+    Verdict,
+    run_checks,
+)
+from ctxstore.objects.frozen import freeze
+from ctxstore.state import AgentState
+from ctxstore.state.model import EMPTY_GOAL, EMPTY_PLAN
+
+
+def _out(**over):
+    out = {"summary": "did things", "goal": {}, "constraints": {}, "progress": {},
+           "files": {}, "tool_results": [], "errors": [], "decisions": [],
+           "open_questions": [], "next_steps": []}
+    out.update(over)
+    return out
+
+
+def _state(modified=(), errors=(), steps=(), task="", goal=""):
+    return AgentState(
+        goal=freeze({**dict(EMPTY_GOAL), "current_task": task, "user_goal": goal}),
+        plan=freeze({**dict(EMPTY_PLAN), "steps": [
+            {"id": str(i), "text": t, "status": st} for i, (t, st) in enumerate(steps)]}),
+        files=freeze({"read": [], "modified": [{"path": p, "change_summary": "", "event": "e"}
+                                               for p in modified]}),
+        errors=tuple(freeze({"tool_call_id": tc, "name": "Bash", "error": err, "event": "e",
+                             "retried": False}) for tc, err in errors))
+
+
+def _facts(state=None, events=(), kept=(), kept_modified=(), goal="", hard=(), replaced=1000,
+           summary=10, kind="compaction"):
+    return RangeFacts(events=list(events), kept=list(kept), user_goal=goal,
+                      hard_constraints=list(hard), replaced_tokens=replaced,
+                      summary_tokens=summary, range_state=state or AgentState(), kind=kind,
+                      kept_modified=tuple(kept_modified))
+
+
+def _verdict(out, facts, rule):
+    (v,) = [v for v in run_checks(out, facts) if v.rule == rule]
+    return v
+
+
+def test_verdict_to_dict():
+    assert Verdict("r", False, "why").to_dict() == {"rule": "r", "ok": False, "status": "fail",
+                                                    "detail": "why"}
+    assert Verdict.na("r", "nothing").to_dict() == {"rule": "r", "ok": True, "status": "n/a",
+                                                    "detail": "nothing"}
+
+
+def test_file_writes_details():
+    facts = _facts(_state(modified=["a.py", "b.py"]), kept_modified=["b.py", "c", "d", "e", "f", "g"])
+    v = _verdict(_out(files={"modified": [{"path": "a.py"}]}), facts, "file_writes_listed")
+    assert (v.ok, v.status, v.detail) == (False, "fail",
+                                          "1 of 2 modified file(s) not in files.modified: b.py")
+    v = _verdict(_out(files={}), facts, "file_writes_listed")  # no "modified" list at all
+    assert v.detail == "2 of 2 modified file(s) not in files.modified: a.py, b.py"
+    v = _verdict(_out(files={"modified": [{"path": "a.py"}, {"path": "b.py"}, "junk"]}), facts,
+                 "file_writes_listed")
+    assert (v.ok, v.detail) == (True, "2 modified file(s) listed: a.py, b.py; 5 more modified "
+                                      "after the cut, kept verbatim: c, d, e, f (+1 more)")
+    many = [f"f{i}" for i in range(5)]
+    v = _verdict(_out(files={"modified": [{"path": p} for p in many]}), _facts(_state(modified=many)),
+                 "file_writes_listed")
+    assert v.detail == "5 modified file(s) listed: f0, f1, f2, f3 (+1 more)"
+    v = _verdict(_out(), _facts(kept_modified=["x"]), "file_writes_listed")
+    assert (v.status, v.detail) == ("n/a", "no file modified in the range; 1 more modified after "
+                                           "the cut, kept verbatim: x")
+    v = _verdict(_out(), _facts(), "file_writes_listed")
+    assert v.detail == "no file modified in the range"
+
+
+def test_missing_lists_show_six_then_count_the_rest():
+    names = [f"p{i}" for i in range(7)]
+    v = _verdict(_out(), _facts(_state(modified=names)), "file_writes_listed")
+    assert v.detail.endswith("not in files.modified: p0, p1, p2, p3, p4, p5 (+1 more)")
+    v = _verdict(_out(), _facts(_state(modified=names[:6])), "file_writes_listed")
+    assert v.detail.endswith("not in files.modified: p0, p1, p2, p3, p4, p5")
+
+
+def test_tool_error_details():
+    v = _verdict(_out(), _facts(), "tool_errors_listed")
+    assert (v.status, v.detail) == ("n/a", "no tool error in the range")
+    state = _state(errors=[("t1", "boom: file not found"), ("", "exit 2: " + "x" * 100)])
+    v = _verdict(_out(errors=[{"tool_call_id": "t1"}]), _facts(state), "tool_errors_listed")
+    assert (v.ok, v.detail) == (False, f"1 of 2 error(s) not in errors: exit 2: {'x' * 32}")
+    # by id, or by the first 80 characters of the error text
+    v = _verdict(_out(errors=[{"tool_call_id": "t1"}, {"error": "exit 2: " + "x" * 72 + " etc"}]),
+                 _facts(state), "tool_errors_listed")
+    assert (v.ok, v.detail) == (True, "2 error(s) listed")
+    v = _verdict(_out(errors=[{"tool_call_id": "other", "error": "boom: file not found"}, "junk"]),
+                 _facts(_state(errors=[("t1", "boom: file not found")])), "tool_errors_listed")
+    assert v.ok
+
+
+def test_plan_steps_are_found_as_written():
+    steps = [("fix C:\\dir\\x.py", "done"), ("write tests", "pending"), ("", "pending")]
+    out = _out(progress={"done": ["fix C:\\dir\\x.py"]}, next_steps=["write tests"])
+    v = _verdict(out, _facts(_state(steps=steps)), "plan_carried")
+    assert (v.ok, v.detail) == (True, "2 plan step(s) carried")
+    v = _verdict(_out(progress={"in_progress": ["write tests"]}), _facts(_state(steps=steps)),
+                 "plan_carried")
+    assert (v.ok, v.detail) == (False, "1 of 2 plan step(s) not in progress/next_steps: "
+                                       "fix C:\\dir\\x.py")
+    v = _verdict(_out(), _facts(), "plan_carried")
+    assert (v.status, v.detail) == ("n/a", "no plan in the range")
+
+
+def test_size_rule_for_compactions_and_small_merges():
+    v = _verdict(_out(), _facts(replaced=100, summary=100), "smaller_than_replaced")
+    assert (v.ok, v.detail) == (False, "summary 100 tokens vs 100 replaced")
+    small = MERGE_MIN_SUMMARY_TOKENS - 1
+    v = _verdict(_out(), _facts(replaced=small, summary=MERGE_MIN_SUMMARY_TOKENS, kind="merge"),
+                 "smaller_than_replaced")
+    assert (v.ok, v.detail) == (True, f"small branch ({small} tokens): summary "
+                                      f"{MERGE_MIN_SUMMARY_TOKENS} tokens, at most "
+                                      f"{MERGE_MIN_SUMMARY_TOKENS} allowed")
+    v = _verdict(_out(), _facts(replaced=small, summary=MERGE_MIN_SUMMARY_TOKENS + 1, kind="merge"),
+                 "smaller_than_replaced")
+    assert not v.ok
+    v = _verdict(_out(), _facts(replaced=MERGE_MIN_SUMMARY_TOKENS, summary=MERGE_MIN_SUMMARY_TOKENS,
+                                kind="merge"), "smaller_than_replaced")
+    assert not v.ok  # a branch of 512 tokens is not small: the summary must be smaller
