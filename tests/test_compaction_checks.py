@@ -129,3 +129,32 @@ def test_size_rule_for_compactions_and_small_merges():
     v = _verdict(_out(), _facts(replaced=MERGE_MIN_SUMMARY_TOKENS, summary=MERGE_MIN_SUMMARY_TOKENS,
                                 kind="merge"), "smaller_than_replaced")
     assert not v.ok  # a branch of 512 tokens is not small: the summary must be smaller
+
+
+def _ev(i, type, **payload):
+    return {"id": f"e{i}", "type": type, "payload": payload, "causality": {}}
+
+
+def _pairs(events, kept=(), errors=()):
+    return _verdict(_out(errors=list(errors)), _facts(events=events, kept=kept),
+                    "tool_pairs_intact")
+
+
+def test_tool_pair_details():
+    call, done = "ToolCallRequested", "ToolCallFinished"
+    v = _pairs([_ev(1, "UserPromptSubmitted", text="hi"), _ev(2, call, tool_call_id="")])
+    assert (v.status, v.detail) == ("n/a", "no tool call in the range")
+    v = _pairs([_ev(1, call, tool_call_id="t1", name="Bash"), _ev(2, done, tool_call_id="t1")])
+    assert (v.ok, v.detail) == (True, "1 pair(s) intact")
+    v = _pairs([_ev(1, done, tool_call_id="t9")])
+    assert (v.ok, v.detail) == (False, "result(s) without their call in range: t9")
+    v = _pairs([_ev(1, call, tool_call_id="t1", name="Bash")], kept=[_ev(2, done, tool_call_id="t1")])
+    assert (v.ok, v.detail) == (False, "call/result split by the cut: t1")
+    v = _pairs([_ev(1, call, tool_call_id="t1", name="Bash")])
+    assert (v.ok, v.detail) == (False, "pending call(s) would be compacted away: t1")
+    abandoned = [_ev(1, call, tool_call_id="t1", name="Bash"),
+                 _ev(2, "UserPromptSubmitted", text="never mind")]
+    v = _pairs(abandoned)
+    assert (v.ok, v.detail) == (False, "abandoned call(s) not listed in errors: t1")
+    v = _pairs(abandoned, errors=[{"tool_call_id": "t1", "error": "abandoned"}])
+    assert (v.ok, v.detail) == (True, "0 pair(s) intact; 1 abandoned call(s) listed as errors")
