@@ -158,3 +158,60 @@ def test_tool_pair_details():
     assert (v.ok, v.detail) == (False, "abandoned call(s) not listed in errors: t1")
     v = _pairs(abandoned, errors=[{"tool_call_id": "t1", "error": "abandoned"}])
     assert (v.ok, v.detail) == (True, "0 pair(s) intact; 1 abandoned call(s) listed as errors")
+
+
+def test_summarizer_output_shape_problems():
+    def problem(out):
+        (v,) = run_checks(out, _facts())
+        assert (v.rule, v.ok) == ("summarizer_output", False)
+        return v.detail
+
+    assert problem(["not", "a", "map"]) == "summarizer returned list, not an object"
+    partial = _out()
+    del partial["errors"], partial["next_steps"]
+    assert problem(partial) == "missing field(s): errors, next_steps"
+    assert problem(_out(summary="  ")) == "empty summary text"
+    assert problem(_out(summary=3)) == "empty summary text"
+    for field in ("goal", "constraints", "files", "progress"):
+        assert problem(_out(**{field: []})) == "goal, constraints, files and progress must be objects"
+    assert problem(_out(errors={}, decisions="x")) == "must be lists: errors, decisions"
+    ok = run_checks(_out(), _facts())[0]
+    assert (ok.rule, ok.ok, ok.detail) == ("summarizer_output", True, "well-formed")
+
+
+def test_task_steps_goal_and_constraints_details():
+    facts = _facts(_state(task="ship it", steps=[("a", "done"), ("b", "pending")]),
+                   events=[_ev(1, "UserPromptSubmitted", text="x")], goal="the goal",
+                   hard=["never push", "no rm"])
+    out = _out(summary="the goal; never push", goal={"user_goal": "the goal", "current_task": "t" * 90},
+               constraints={"hard": ["never push"]}, next_steps=["b", "c"])
+    got = {v.rule: (v.status, v.detail) for v in run_checks(out, facts)}
+    assert got["has_source_refs"] == ("pass", "1 event(s) in range")
+    assert got["has_current_task"] == ("pass", "t" * 80)
+    assert got["has_next_steps"] == ("pass", "2 step(s)")
+    assert got["goal_verbatim"] == ("pass", "user goal carried verbatim")
+    assert got["hard_constraints_verbatim"] == ("fail", "lost: no rm")
+    out = _out(summary="x", goal={"user_goal": "the goal"}, constraints={"hard": ["never push", "no rm"]})
+    got = {v.rule: (v.status, v.detail) for v in run_checks(out, facts)}
+    assert got["has_current_task"] == ("fail", "no current_task")
+    assert got["has_next_steps"] == ("fail", "no next_steps")
+    assert got["goal_verbatim"] == ("fail", "the user goal is not carried verbatim in "
+                                            "goal.user_goal and the summary")
+    assert got["hard_constraints_verbatim"] == ("fail", "lost: never push; no rm")  # not in summary
+    out = _out(summary="the goal never push no rm", goal={"user_goal": "the goal"},
+               constraints={"hard": ["never push", "no rm"]})
+    assert {v.rule: v.detail for v in run_checks(out, facts)}["hard_constraints_verbatim"] == \
+        "2 carried verbatim"
+    got = {v.rule: (v.status, v.detail) for v in run_checks(_out(), _facts())}
+    assert got["has_source_refs"] == ("fail", "nothing to summarize")
+    assert got["has_current_task"] == ("n/a", "no task in the range or its state")
+    assert got["has_next_steps"] == ("n/a", "no open plan step or task to continue")
+    assert got["goal_verbatim"] == ("n/a", "no user goal in the state")
+    assert got["hard_constraints_verbatim"] == ("n/a", "no hard constraint in the state")
+    # a task only in the output, or only in the state's goal, still asks for one and for steps
+    got = {v.rule: v.status for v in run_checks(_out(goal={"current_task": "t"}), _facts())}
+    assert (got["has_current_task"], got["has_next_steps"]) == ("pass", "fail")
+    got = {v.rule: v.status for v in run_checks(_out(), _facts(goal="g"))}
+    assert got["has_current_task"] == "fail"
+    got = {v.rule: v.status for v in run_checks(_out(), _facts(_state(steps=[("a", "done")])))}
+    assert got["has_next_steps"] == "n/a"  # every step done: nothing to continue
