@@ -215,3 +215,20 @@ def test_task_steps_goal_and_constraints_details():
     assert got["has_current_task"] == "fail"
     got = {v.rule: v.status for v in run_checks(_out(), _facts(_state(steps=[("a", "done")])))}
     assert got["has_next_steps"] == "n/a"  # every step done: nothing to continue
+
+
+def test_missing_plan_steps_show_three_cut_to_40_characters():
+    steps = [("s" * 50, "pending"), ("b", "pending"), ("c", "pending"), ("d", "pending")]
+    v = _verdict(_out(), _facts(_state(steps=steps)), "plan_carried")
+    assert v.detail == f"4 of 4 plan step(s) not in progress/next_steps: {'s' * 40}, b, c (+1 more)"
+    v = _verdict(_out(progress={"done": ["s" * 50], "in_progress": ["b"]}, next_steps=["c", "d"]),
+                 _facts(_state(steps=steps)), "plan_carried")
+    assert v.ok
+
+
+def test_several_tool_pair_problems_are_joined():
+    call, done = "ToolCallRequested", "ToolCallFinished"
+    v = _pairs([_ev(1, call, tool_call_id="t1", name="Bash"), _ev(2, done, tool_call_id="t9")],
+               kept=[_ev(3, done, tool_call_id="t1")])
+    assert v.detail == ("call/result split by the cut: t1; result(s) without their call in "
+                        "range: t9")
