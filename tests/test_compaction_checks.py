@@ -232,3 +232,9 @@ def test_several_tool_pair_problems_are_joined():
                kept=[_ev(3, done, tool_call_id="t1")])
     assert v.detail == ("call/result split by the cut: t1; result(s) without their call in "
                         "range: t9")
+
+
+def test_constraints_without_a_hard_list_lose_every_hard_constraint():
+    facts = _facts(hard=["never push"])
+    v = _verdict(_out(summary="never push", constraints={}), facts, "hard_constraints_verbatim")
+    assert (v.ok, v.detail) == (False, "lost: never push")
