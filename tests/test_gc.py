@@ -289,13 +289,16 @@ def test_gc_keeps_what_a_concurrent_writer_deduplicated_and_named(tmp_path):
             writer.close()
 
     res = pm.gc(repo, prune="now", expire="now", expire_unreachable="now", step=step, wait=5)
-    assert res.objects_rescued == len(gone)
-    # the only garbage at the mark was named again; what goes is the expired operations
-    assert res.objects_removed == len(res.operations_expired) > 0
     repo.close()
     repo = Repository.open(tmp_path)
+    # first what matters (nothing lost, nothing dangles), then the counts: a count that is
+    # off (seen once in a loaded full-suite run: 4 removed, 3 operations expired) then says
+    # the accounting is off, not that an object went
     assert fsck_repo.check(repo, full=True).problems == []
     assert repo.refs.read(ref) == tip and all(obj_id in repo.store for obj_id in gone)
+    assert res.objects_rescued == len(gone), res
+    # the only garbage at the mark was named again; what goes is the expired operations
+    assert res.objects_removed == len(res.operations_expired) > 0, res
     res = pm.gc(repo, prune="now")  # the next gc sees them live from the start
     assert res.objects_rescued == 0 and fsck_repo.check(repo, full=True).problems == []
 
