@@ -66,7 +66,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "builder": (["ctxstore/context/builder.py"],
                 ["tests/test_context_builder.py", "tests/test_invariants_context.py",
                  "tests/test_adapters.py", "tests/test_budget_fill.py",
-                 "tests/test_context_candidates.py"]),
+                 "tests/test_context_candidates.py", "tests/test_builder_golden.py"]),
     "compaction-checks": (["ctxstore/compaction/checks.py"],
                           ["tests/test_compaction.py", "tests/test_compaction_range.py",
                            "tests/test_compaction_checks.py"]),
