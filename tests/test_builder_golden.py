@@ -88,6 +88,17 @@ SCENARIOS = {
                   + _noise(900), budget=5_250),
     "trims_and_drops": dict(cands=lambda: _p0(30) + _state_segments(700) + _history(2, 1, 40),
                             budget=12_000),
+    # dropped tool output comes back as a preview where the whole does not fit; a small one
+    # whole; what fits neither way stops the refill
+    "refills_a_preview": dict(cands=lambda: _p0(30) + [
+        Segment("tool_output", text="o" * 2_000, order=1, sources=("o1",)),
+        Segment("tool_output", text="q" * 150, order=2, sources=("o2",)),
+        Segment("chatter", text="c" * 700, order=3, sources=("c3",)),
+        Segment("fact", text="f" * 300, order=4, sources=("f4",)),
+        Segment("memory", text="m" * 900, order=5, sources=("m5",))], budget=1_200),
+    "refills_whole_and_preview": dict(cands=lambda: _p0(30) + [
+        Segment("tool_output", text="o" * 2_000, order=1, sources=("o1",)),
+        Segment("tool_output", text="q" * 150, order=2, sources=("o2",))], budget=800),
     # the current turn alone overflows: its request and newest pairs stay
     "cuts_current_turn": dict(cands=lambda: _p0(30) + _history(1, 1, 50)
                               + _current_turn(12, 90), budget=900),
@@ -162,6 +173,8 @@ def test_scenarios_exercise_every_stage():
     assert any(s["trimmed"] for sc in data.values() for s in sc["segments"]
                if "truncate_system" not in s["reason"])
     assert any("older part of turn" in r for r in reasons)
+    assert any("refilled as a preview" in r for r in reasons)
+    assert any("refilled, it fits" in r for r in reasons)
     assert sum(1 for s in data["truncates_both"]["segments"] if "truncate_system" in s["reason"]) == 2
     cut = [s for s in data["truncates_to_marker"]["segments"] if s["kind"] == "system"][0]
     head, marker = cut["text"].split("\n… [truncated to fit the budget: 2,007 tokens")
