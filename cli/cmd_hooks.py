@@ -43,10 +43,13 @@ def hooks_group() -> None:
 @click.option("--pin-store", is_flag=True,
               help="Write this store's path into the hook command (default: the hook finds "
                    "the store from the session's directory, like ctx does).")
+@click.option("--snapshots", is_flag=True,
+              help="Also snapshot the project after each file-writing tool, onto the "
+                   "session's `workspace` branch (docs/claude-code.md).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def hooks_install_cmd(state, harness: str, scope: str, project: str | None, pin_store: bool,
-                      as_json: bool) -> None:
+                      snapshots: bool, as_json: bool) -> None:
     """Merge ctx's hook entries into Claude Code's settings.json; other hooks stay as they are.
 
     Installing twice changes nothing; installing with another interpreter replaces only
@@ -56,11 +59,13 @@ def hooks_install_cmd(state, harness: str, scope: str, project: str | None, pin_
     Examples:
       ctx hooks install claude-code
       ctx hooks install claude-code --user --pin-store
+      ctx hooks install claude-code --snapshots
     """
     from ctxstore.integrations.claude_code import settings
 
     store = str(state.repo.path) if pin_store else None
-    res = settings.install(settings.settings_path(scope, project), settings.hook_command(store))
+    res = settings.install(settings.settings_path(scope, project),
+                           settings.hook_command(store, snapshots=snapshots))
     if as_json:
         emit_json(res)
         return

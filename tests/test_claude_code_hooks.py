@@ -225,3 +225,38 @@ def test_hook_snapshots_the_project_onto_the_workspace_branch(tmp_path, monkeypa
     transcript.write_bytes(b"".join(lines[:25]))
     out = _hook(store / ".ctx", {**data, "tool_name": "Read"})
     assert out["captured"][0]["lines"] == 5 and not out["captured"][0]["replayed"]
+
+
+def test_install_with_snapshots_makes_the_installed_command_snapshot(tmp_path):
+    """`--snapshots` puts CTX_HOOK_SNAPSHOTS=1 into the command; run as Claude Code runs it
+    (through the shell, hook JSON on stdin), it snapshots the project; installing again
+    without the flag replaces ctx's entries instead of adding a second set."""
+    import subprocess
+
+    src = require_corpus() / "claude-code" / \
+        "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    Repository.init(proj).close()
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(proj),
+                                 "--snapshots"])
+    assert r.exit_code == 0, r.output
+    path = proj / ".claude" / "settings.json"
+    post = json.loads(path.read_text())["hooks"]["PostToolUse"]
+    command = post[-1]["hooks"][0]["command"]
+    assert command.startswith("CTX_HOOK_SNAPSHOTS=1 ") and settings.is_ours({"command": command})
+    transcript = tmp_path / src.name
+    transcript.write_bytes(b"".join(src.read_bytes().splitlines(keepends=True)[:10]))
+    (proj / "a.py").write_text("x = 1\n")
+    data = {"hook_event_name": "PostToolUse", "tool_name": "Write", "cwd": str(proj),
+            "transcript_path": str(transcript)}
+    out = subprocess.run(["sh", "-c", command], input=json.dumps(data), text=True,
+                         capture_output=True, cwd=proj, timeout=120)
+    assert out.returncode == 0, out.stderr
+    log = (proj / ".ctx" / "logs" / "hooks.log").read_text()
+    assert "on workspace: +2" in log  # a.py and .claude/settings.json
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(proj)])
+    assert r.exit_code == 0, r.output
+    post = json.loads(path.read_text())["hooks"]["PostToolUse"]
+    ours = [h["command"] for g in post for h in g["hooks"] if settings.is_ours(h)]
+    assert len(ours) == 1 and not ours[0].startswith("CTX_HOOK_SNAPSHOTS")

@@ -42,13 +42,15 @@ def settings_path(scope: str, project: str | os.PathLike | None = None,
     raise InvalidInput(f"unknown settings scope {scope!r}: use user or project")
 
 
-def hook_command(store: str | None = None) -> str:
+def hook_command(store: str | None = None, snapshots: bool = False) -> str:
     """The command Claude Code runs: this interpreter's ctx, so the hook works from any
-    PATH (a venv's ctx is rarely on the PATH Claude Code's shell has)."""
+    PATH (a venv's ctx is rarely on the PATH Claude Code's shell has). With `snapshots`,
+    the command sets CTX_HOOK_SNAPSHOTS=1 (workspace snapshots after file-writing tools)."""
     cmd = [sys.executable, "-m", "ctxstore.cli"]
     if store:
         cmd += ["--store", os.path.abspath(store)]
-    return " ".join(shlex.quote(c) for c in cmd) + " " + MARK
+    env = "CTX_HOOK_SNAPSHOTS=1 " if snapshots else ""
+    return env + " ".join(shlex.quote(c) for c in cmd) + " " + MARK
 
 
 def is_ours(hook: Any) -> bool:
