@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from click.testing import CliRunner
 
 from ctxstore.cli.main import cli
 from tests.corpus import in_ci
+from tests.doctools import code_blocks
 
 if not in_ci():
     pytest.importorskip("claude_agent_sdk")
@@ -21,7 +21,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "claude-code.md"
 
 
 def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    return code_blocks(DOC, lang)
 
 
 def test_example_runs_and_ctx_reads_the_session(tmp_path, capsys):

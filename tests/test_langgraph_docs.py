@@ -3,7 +3,6 @@ the store the example made, so the page cannot rot."""
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 import types
@@ -11,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.doctools import code_blocks
+
 pytest.importorskip("langgraph")
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "langgraph.md"
 
 
 def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    return code_blocks(DOC, lang)
 
 
 def test_example_runs_and_ctx_reads_the_threads(tmp_path, capsys):

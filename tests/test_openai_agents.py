@@ -37,6 +37,8 @@ from ctxstore.refs import branch_ref  # noqa: E402
 from ctxstore.repo import Repository, operations  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+from tests.doctools import code_blocks  # noqa: E402 (after the importorskip)
+
 DOC = ROOT / "docs" / "openai-agents.md"
 
 
@@ -288,7 +290,7 @@ def test_kill_9_between_two_add_items_loses_nothing_acknowledged(tmp_path):
 # -- the documentation runs --------------------------------------------------------------------
 
 def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    return code_blocks(DOC, lang)
 
 
 def test_doc_example_runs_and_ctx_reads_the_session(tmp_path, capsys):
