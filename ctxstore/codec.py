@@ -284,10 +284,24 @@ def unpack_value(body: bytes) -> Any:
 def is_canonical(body: bytes) -> bool:
     """True if `body` is exactly the canonical encoding of what it decodes to.
 
-    Equivalent to `pack_value(unpack_value(body)) == body` with key order checked, but cheaper:
-    a decoded value that passes `_decoded_is_canonical` is re-packed as it is, so any other
-    difference (a longer int or string form, float32, a duplicate key) shows as unequal bytes.
+    Equivalent to `pack_value(unpack_value(body)) == body` with key order checked, but cheaper.
+    First ormsgpack decodes and `_fast_pack` re-encodes (C both ways, ~2 us for a 1 KB event
+    instead of ~4): equal bytes prove the body canonical whichever decoder read it, since
+    `_fast_pack` only answers with the canonical encoding of the value it got, and a canonical
+    encoding decodes back to that value. Every other body (not canonical, or something
+    ormsgpack will not decode or encode) is decided by the reference below: a decoded value
+    that passes `_decoded_is_canonical` is re-packed as it is, so any other difference (a
+    longer int or string form, float32, a duplicate key) shows as unequal bytes.
     """
+    if not _fast_loaded:
+        _load_fast()
+    if _ormsgpack is not None:
+        try:
+            fast = _fast_pack(_ormsgpack.unpackb(body))
+        except Exception:  # noqa: BLE001 - ormsgpack refuses it: the reference decides below
+            fast = None
+        if fast is not None and fast == body:
+            return True
     try:
         value = _unpackb(body, raw=False, strict_map_key=True, use_list=True)
     except Exception:  # msgpack raises several unrelated types; all mean "not canonical"
@@ -315,6 +329,9 @@ def id_header(type_name_: str, length: int) -> bytes:
 #: `ctx1 TYPE ` of every known type, so an id costs one format and one hash call.
 _ID_PREFIXES = {name: b"%s %s " % (ID_SCHEME, name.encode("ascii")) for name in TYPE_CODES}
 _blake3 = blake3.blake3
+#: The same prefixes by type code (fsck reads codes, not names); codes of the raw-body types.
+_ID_PREFIX_BY_CODE = {TYPE_CODES[name]: prefix for name, prefix in _ID_PREFIXES.items()}
+_RAW_CODES = frozenset(TYPE_CODES[name] for name in RAW_TYPES)
 
 
 def id_digest(type_name_: str, body: bytes) -> bytes:
@@ -572,6 +589,78 @@ class Decompressor:
                                 id=raw_id.hex(), offset=offset)
         return code, raw_id, self._inflate(payload, comp, dict_id, raw_len, raw_id), \
             RECORD_HEAD_SIZE + stored_len
+
+
+    def check_run(self, buf, start: int, end: int, base: int = 0
+                  ) -> list[tuple[str, bytes, int, str]]:
+        """fsck's per-object work on the well-framed records in [start, end) of a pack (`buf`
+        holds the file from `base` on): crc, decompression, size, id and, for msgpack types,
+        the canonical form. Returns (kind, raw id, offset, message) per bad record, kind one of
+        checksum | decode | hash | canonical, in offset order.
+
+        The same checks as `read` + `id_digest` + `is_canonical`, in one loop with no call per
+        record beyond the C ones (~40% less CPU per 1 KB event). Any record that does not pass
+        the quick way (a crc mismatch, a zstd error, a dictionary not loaded yet, a wrong size)
+        is read again by `read`, which names exactly what is wrong or loads the dictionary, so
+        problems and their messages are the same as record-by-record reading gives."""
+        problems: list[tuple[str, bytes, int, str]] = []
+        unpack, crc32, full_read = _FULL_HEAD.unpack_from, _crc32, self.read
+        plain, by_dict, zstd_error = self._plain, self._by_dict, zstandard.ZstdError
+        prefixes, blake, canonical = _ID_PREFIX_BY_CODE, _blake3, is_canonical
+        if not _fast_loaded:
+            _load_fast()
+        if _ormsgpack is None:  # pragma: no cover - a core dependency
+            repack = unpackb = _refuse
+        else:
+            repack, unpackb = _fast_packb, _ormsgpack.unpackb
+        options, special_float = _FAST_OPTIONS, _SPECIAL_FLOAT.search
+        i, stop = start - base, end - base
+        while i < stop:
+            _, code, comp, dict_id, raw_len, stored_len, raw_id, crc = unpack(buf, i)
+            j = i + RECORD_HEAD_SIZE
+            k = j + stored_len
+            payload = buf[j:k]
+            body = None
+            if crc32(payload, crc32(buf[i:j - 4])) == crc:
+                if comp == COMP_NONE:
+                    body = payload
+                else:
+                    d = plain if comp == COMP_ZSTD else by_dict.get(dict_id)
+                    if d is not None:
+                        try:
+                            body = d.decompress(payload, max_output_size=raw_len)
+                        except zstd_error:
+                            body = None
+                if body is not None and len(body) != raw_len:
+                    body = None
+            if body is None:  # the slow way names the fault (or loads the dictionary)
+                try:
+                    body = full_read(buf, i + base, base, True)[2]
+                except CorruptObject as exc:
+                    msg = str(exc)
+                    problems.append(("checksum" if "checksum" in msg else "decode", raw_id,
+                                     i + base, msg))
+                    i = k
+                    continue
+            prefix = prefixes[code]
+            if blake(b"%s%d\x00%s" % (prefix, raw_len, body)).digest() != raw_id:
+                problems.append(("hash", raw_id, i + base, "body hashes to "
+                                 + compute_id(TYPE_NAMES[code], body)))
+            elif code not in _RAW_CODES:
+                try:  # `is_canonical`'s first step, inline; it decides whatever this does not
+                    again = repack(unpackb(body), option=options)
+                except Exception:  # noqa: BLE001 - ormsgpack refuses it: is_canonical decides
+                    again = None
+                if (again != body or (b"\xcb" in body and special_float(body) is not None)) \
+                        and not canonical(body):
+                    problems.append(("canonical", raw_id, i + base,
+                                     "body is not canonical msgpack"))
+            i = k
+        return problems
+
+
+def _refuse(*args, **kwargs):  # pragma: no cover - only without ormsgpack
+    raise TypeError("no ormsgpack")
 
 
 #: COVER parameters for a store's own dictionary. zstd's parameter search (the default) picks

@@ -27,18 +27,18 @@ class _CountingPool(ProcessPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
-def _verify_in_child(path, workers, out):
-    fsck.CHUNK = 8  # several runs per pack, so several workers get work
+def _verify_in_child(path, workers, out, chunk):
+    fsck.CHUNK = chunk  # several runs per pack, so several workers get work
     fsck.ProcessPoolExecutor = _CountingPool
     with PackStore(path) as s:
         problems = [(p.kind, p.id, p.pack, p.offset) for p in fsck.verify(s, workers=workers)]
     out.put((problems, _CountingPool.submitted))
 
 
-def _verify(path, workers):
+def _verify(path, workers, chunk=8):
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
-    proc = ctx.Process(target=_verify_in_child, args=(str(path), workers, out))
+    proc = ctx.Process(target=_verify_in_child, args=(str(path), workers, out, chunk))
     proc.start()
     result = out.get(timeout=60)
     proc.join(60)

@@ -76,8 +76,9 @@ def verify(store: PackStore, progress: Callable[[int], None] | None = None,
         for exc in store.dicts_problems():
             yield Problem("dicts", str(exc), exc.details.get("id"))
         done = 0
+        check_run = codec.Decompressor(store._load_dictionary).check_run  # this process's
         for pack in packs:
-            for item in _verify_pack(store, pack, pool):
+            for item in _verify_pack(pack, pool, check_run):
                 if type(item) is int:
                     done += item
                     if progress is not None:
@@ -104,7 +105,7 @@ def _start_methods() -> list[str]:
     return multiprocessing.get_all_start_methods()
 
 
-def _verify_pack(store: PackStore, pack: Pack, pool) -> Iterator[Problem | int]:
+def _verify_pack(pack: Pack, pool, check_run) -> Iterator[Problem | int]:
     name = pack.name
     try:
         data = pack.data() if pack.sealed else read_file_from(pack.fd(), 0)
@@ -123,7 +124,7 @@ def _verify_pack(store: PackStore, pack: Pack, pool) -> Iterator[Problem | int]:
         if pool is not None:
             results.append((item, pool.submit(_verify_chunk, pack.path, pack.sealed, start, end)))
         else:
-            results.append(((0, 0, 0), _verify_records(data, start, end, store._read, name)))
+            results.append(((0, 0, 0), _verify_records(data, start, end, check_run, name)))
             yield count
     index_problems = list(_check_index(pack, found, len(data)) if pack.sealed
                           else _check_partial(pack, found, len(data)))
@@ -134,7 +135,7 @@ def _verify_pack(store: PackStore, pack: Pack, pool) -> Iterator[Problem | int]:
         try:
             problems = res.result()
         except (BrokenProcessPool, OSError):  # a worker died (e.g. killed): check it here
-            problems = _verify_records(data, start, end, store._read, name)
+            problems = _verify_records(data, start, end, check_run, name)
         yield count
         yield from problems
     yield from index_problems
@@ -223,11 +224,11 @@ def _dictionaries(store: PackStore) -> dict[int, bytes]:
     return out
 
 
-_worker_read = None  # a worker process's Decompressor.read
+_worker_check = None  # a worker process's Decompressor.check_run
 
 
 def _init_worker(store_path: str, dictionaries: dict[int, bytes]) -> None:
-    global _worker_read
+    global _worker_check
     store: list[PackStore] = []
 
     def load(dict_id: int) -> bytes:
@@ -237,7 +238,7 @@ def _init_worker(store_path: str, dictionaries: dict[int, bytes]) -> None:
             store.append(PackStore(store_path, create=False))
         return store[0]._load_dictionary(dict_id)
 
-    _worker_read = codec.Decompressor(load).read
+    _worker_check = codec.Decompressor(load).check_run
 
 
 def _verify_chunk(pack_path: str, sealed: bool, start: int, end: int) -> list[Problem]:
@@ -245,46 +246,21 @@ def _verify_chunk(pack_path: str, sealed: bool, start: int, end: int) -> list[Pr
     pack = Pack(pack_path, sealed)
     try:
         if sealed:
-            return _verify_records(pack.data(), start, end, _worker_read, pack.name)
+            return _verify_records(pack.data(), start, end, _worker_check, pack.name)
         data = os.pread(pack.fd(), end - start, start)  # only this run: active packs are pread
-        return _verify_records(data, start, end, _worker_read, pack.name, start)
+        return _verify_records(data, start, end, _worker_check, pack.name, start)
     finally:
         pack.close()
 
 
-def _verify_records(data, start: int, end: int, read, name: str, base: int = 0) -> list[Problem]:
+def _verify_records(data, start: int, end: int, check_run, name: str, base: int = 0
+                    ) -> list[Problem]:
     """Crc, decompression, size, id and canonical form of the well-framed records in
-    [start, end) of a pack (`data` holds it from `base` on): fsck's per-object work."""
-    problems: list[Problem] = []
-    names, raw_types = codec.TYPE_NAMES, codec.RAW_TYPES
-    id_digest, is_canonical = codec.id_digest, codec.is_canonical
-    pos = start
-    framed = base + len(data) >= end  # `_walk` checked the framing of these very bytes
-    while pos < end:
-        try:
-            code, raw, body, size = read(data, pos, base, framed)
-        except CorruptObject as exc:
-            raw, size = codec.record_span(data, pos - base, base)  # well framed: _walk said so
-            hex_id = raw.hex()
-            msg = str(exc)
-            kind = "checksum" if "checksum" in msg else "decode"
-            problems.append(Problem(kind, f"object {hex_id} in pack {name} at offset {pos}: {msg}",
-                                    hex_id, name, pos))
-            pos += size
-            continue
-        type_name = names[code]
-        if id_digest(type_name, body) != raw:
-            hex_id = raw.hex()
-            problems.append(Problem(
-                "hash", f"object {hex_id} in pack {name} at offset {pos}: body hashes to "
-                        f"{codec.compute_id(type_name, body)}", hex_id, name, pos))
-        elif type_name not in raw_types and not is_canonical(body):
-            hex_id = raw.hex()
-            problems.append(Problem(
-                "canonical", f"object {hex_id} in pack {name} at offset {pos}: body is not "
-                             f"canonical msgpack", hex_id, name, pos))
-        pos += size
-    return problems
+    [start, end) of a pack (`data` holds it from `base` on): fsck's per-object work, done by
+    `check_run` (a `codec.Decompressor.check_run`) in one loop."""
+    return [Problem(kind, f"object {raw.hex()} in pack {name} at offset {pos}: {msg}",
+                    raw.hex(), name, pos)
+            for kind, raw, pos, msg in check_run(data, start, end, base)]
 
 
 def _check_index(pack: Pack, found: dict[bytes, int], pack_len: int) -> Iterator[Problem]:
