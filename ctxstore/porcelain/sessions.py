@@ -158,14 +158,21 @@ def append_batch(repo: Repository, lines: Iterable[str | bytes]) -> BatchResult:
 def _append_items(tx: Transaction, items: list[dict]) -> None:
     """`tx.append(type, actor, payload, causality, ts)` for each parsed line, without re-checking
     what `_parse_batch` checked and without looking generations up: the same field maps as
-    `Transaction.append` builds (so the same ids), one after another on the tip."""
+    `Transaction.append` builds (so the same ids), through the transaction's bulk path
+    (`BranchAppend.extend`). The parsed maps are completed in place into the field maps (the
+    encoder sorts keys, so their order does not matter)."""
     clock = _BatchClock()
-    br = tx.branch()
-    add = br.add
-    tip = br.tip
-    gen = tx.generation(tip)
-    for obj in items:
-        gen += 1
-        tip = add({"type": obj["type"], "actor": obj.get("actor", "agent"),
-                   "payload": obj.get("payload") or {}, "parents": [tip], "generation": gen,
-                   "ts": obj.get("ts") or clock(), "causality": obj.get("causality") or {}})
+
+    def fields():
+        for obj in items:
+            if "actor" not in obj:
+                obj["actor"] = "agent"
+            if "payload" not in obj:
+                obj["payload"] = {}
+            if "causality" not in obj:
+                obj["causality"] = {}
+            if not obj.get("ts"):
+                obj["ts"] = clock()
+            yield obj
+
+    tx.branch().extend(fields())

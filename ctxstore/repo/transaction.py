@@ -178,6 +178,36 @@ class BranchAppend:
         self.tip = eid
         return eid
 
+    def extend(self, events: Iterable[dict[str, Any]]) -> None:
+        """Append many events, each on the previous: the bulk path of `append --batch`. Each
+        map holds type, actor, payload, ts and causality; its "parents" ([the tip]) and
+        "generation" are set here, so the field maps, and the ids, are those `add` would store
+        one by one. Once one event proved new to the store, the events after it cannot be in it
+        (each names the previous one), so they are stored without a presence check."""
+        tx = self.tx
+        store, gens, encode = tx.store, tx._gen, codec.encode_object
+        marks = tx.repo.session_marks if self.session else None
+        fields, appended = self._fields, self.appended
+        tip = self.tip
+        gen = tx.generation(tip)
+        fresh = False
+        for f in events:
+            gen += 1
+            f["parents"] = [tip]
+            f["generation"] = gen
+            tip, body = encode("event", f)
+            if fresh:
+                store.put_absent(tip, "event", body)
+            else:
+                fresh = store.put_new(tip, "event", body)
+            gens[tip] = gen
+            if marks is not None and gen % SESSION_MARK_EVERY == 0:
+                marks.put(tip, self.session)
+            fields.append(f)
+            appended.append(tip)
+        self.tip = tip
+        tx._forget_generations()
+
     @property
     def fields(self) -> list[dict[str, Any]]:
         """The appended events' field maps, in order (after a rebase: the re-created ones)."""
@@ -284,11 +314,18 @@ class Transaction:
     def _mark(self, eid: str, gen: int, session: str | None) -> None:
         gens = self._gen
         gens[eid] = gen
-        if len(gens) > GENERATION_CACHE:  # an import writes millions: forget the older half
-            for old in list(islice(gens, GENERATION_CACHE // 2)):
-                del gens[old]
+        if len(gens) > GENERATION_CACHE:
+            self._forget_generations()
         if session and gen % SESSION_MARK_EVERY == 0:
             self.repo.session_marks.put(eid, session)
+
+    def _forget_generations(self) -> None:
+        """Keep the newest GENERATION_CACHE // 2 generations once there are more than
+        GENERATION_CACHE (an import writes millions)."""
+        gens = self._gen
+        if len(gens) > GENERATION_CACHE:
+            for old in list(islice(gens, len(gens) - GENERATION_CACHE // 2)):
+                del gens[old]
 
     def event_fields(self, type: str, actor: str = "system", payload: dict | None = None,
                      parents: Iterable[str] = (), causality: dict | None = None,

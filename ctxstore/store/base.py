@@ -92,6 +92,11 @@ class ObjectStore(abc.ABC):
         self._store_body(obj_id, type_name, body)
         return True
 
+    def put_absent(self, obj_id: str, type_name: str, body: bytes) -> None:
+        """Store a body the caller knows the store lacks, with no presence check: an event whose
+        parent was new to the store a moment ago (a racing duplicate costs a few bytes)."""
+        self._store_body(obj_id, type_name, body)
+
     def put(self, type_name: str, value: Any) -> str:
         """Encode and store a value of the given type; returns its id."""
         obj_id, body = codec.encode_object(type_name, value)

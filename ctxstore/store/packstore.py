@@ -41,6 +41,8 @@ DICTS_FILE = "dicts"
 _MTIME_TRUST_NS = 100_000_000
 #: How often `put_new` catches up with other processes' writes (see there).
 CATCH_UP_SECONDS = 1.0
+#: Bodies put inside a transaction wait, uncompressed, until this many are compressed at once.
+QUEUE_BODIES = 512
 
 
 def _dir_mtime(path: str) -> int:
@@ -127,6 +129,9 @@ class PackStore(ObjectStore):
         self._listed_mtime = -1
         self._caught_up = -CATCH_UP_SECONDS  # put_new: when it last caught up (monotonic)
         self._buffering = False
+        #: bodies put inside a transaction, compressed and written together (`_write_queue`)
+        self._queue: list[tuple[str, str, bytes]] = []
+        self._queued: set[str] = set()
         self._list_packs()
 
     # -- the pack set ---------------------------------------------------------------------
@@ -220,6 +225,8 @@ class PackStore(ObjectStore):
 
     # -- ObjectStore primitives --------------------------------------------------------------
     def get_raw(self, obj_id: str) -> tuple[str, bytes]:
+        if obj_id in self._queued:
+            self._write_queue()
         writer = self._writer
         if writer is not None and writer.buffered:
             writer.drain()  # a record of this transaction may be asked for
@@ -244,9 +251,10 @@ class PackStore(ObjectStore):
 
     def __contains__(self, obj_id: object) -> bool:
         self._share()
-        return type(obj_id) is str and self._find(obj_id) is not None
+        return type(obj_id) is str and (obj_id in self._queued or self._find(obj_id) is not None)
 
     def __iter__(self) -> Iterator[str]:
+        self._write_queue()
         self._refresh()
         seen: set[str] = set()
         for pack in list(self._order):
@@ -260,6 +268,7 @@ class PackStore(ObjectStore):
 
     def ids_with_prefix(self, prefix: str) -> Iterator[str]:
         self._share()
+        self._write_queue()
         self._refresh()
         seen: set[str] = set()
         for pack in list(self._order):
@@ -272,7 +281,7 @@ class PackStore(ObjectStore):
         """Presence check of put: the packs this process knows, with no directory listing (a
         racing duplicate costs a few bytes; a listing per put would cost half the speed)."""
         self._share()
-        return self._find(obj_id, refresh=False) is not None
+        return obj_id in self._queued or self._find(obj_id, refresh=False) is not None
 
     def put(self, type_name: str, value: Any) -> str:
         """As ObjectStore.put, but the presence check does not look for other processes' new
@@ -287,6 +296,8 @@ class PackStore(ObjectStore):
         packs this process knows (a miss in every one, mostly), no directory listing."""
         if not self.gc_lock.held:
             self._share()
+        if obj_id in self._queued:
+            return True
         try:
             raw = bytes.fromhex(obj_id)
             for pack in self._order:
@@ -302,6 +313,11 @@ class PackStore(ObjectStore):
         if not self._held(obj_id):
             self._store_body(obj_id, type_name, body)
         return obj_id
+
+    def put_absent(self, obj_id: str, type_name: str, body: bytes) -> None:
+        if not self.gc_lock.held:
+            self._share()
+        self._store_body(obj_id, type_name, body)
 
     def put_new(self, obj_id: str, type_name: str, body: bytes) -> bool:
         """put_encoded, telling whether the store lacked the object. Other processes' new packs
@@ -321,6 +337,16 @@ class PackStore(ObjectStore):
 
     def _store_body(self, obj_id: str, type_name: str, body: bytes) -> None:
         writer = self._writer
+        if self._buffering and writer is not None and writer.pack is not None and \
+                self._samples is None and len(body) <= codec.SMALL_OBJECT_LIMIT and \
+                self.durability != "always":  # a started writer, the dictionary trained
+            self._queue.append((obj_id, type_name, body))
+            self._queued.add(obj_id)
+            if len(self._queue) >= QUEUE_BODIES:
+                self._write_queue()
+            return
+        self._write_queue()  # the records stay in the order of the puts
+        writer = self._writer
         if writer is None or writer.pack is None:
             writer = self._start()
             if self._find(obj_id, refresh=False) is not None:
@@ -335,6 +361,26 @@ class PackStore(ObjectStore):
                 self._train()
         if writer.size >= self.seal_size:
             self._seal()
+
+    def _write_queue(self) -> None:
+        """Compress the queued bodies in one call (`Compressor.compress_many`) and append their
+        records. Runs before anything reads the packs, syncs or seals, and at the transaction's
+        end (format.md, "Write ordering" 1): until then, nothing names a queued object."""
+        queue = self._queue
+        if not queue:
+            return
+        self._queue, self._queued = [], set()
+        frames = self._compressor.compress_many([body for _, _, body in queue])
+        encode = codec.encode_record
+        writer, restarted = self._writer, False
+        for (obj_id, type_name, body), (payload, comp, dict_id) in zip(queue, frames, strict=True):
+            if writer.pack is None:  # sealed by the previous record: start or take over another
+                writer, restarted = self._start(), True
+            if restarted and self._find(obj_id, refresh=False) is not None:
+                continue  # the pack taken over already holds it
+            writer.append(obj_id, encode(obj_id, type_name, payload, comp, dict_id, len(body)))
+            if writer.size >= self.seal_size:
+                self._seal()
 
     # -- writer lifecycle ---------------------------------------------------------------------
     def _start(self) -> PackWriter:
@@ -360,6 +406,7 @@ class PackStore(ObjectStore):
     def seal_active(self) -> None:
         """Seal this process's active pack, if any (gc: so it can be rewritten); the next put
         starts or takes over another."""
+        self._write_queue()
         if self._writer is not None and self._writer.pack is not None:
             self._seal()
 
@@ -371,6 +418,7 @@ class PackStore(ObjectStore):
                        for name, p in self._packs.items()})
 
     def flush(self) -> None:
+        self._write_queue()
         if self._writer is not None:
             self._writer.sync()
 
@@ -386,6 +434,7 @@ class PackStore(ObjectStore):
         beside a long-lived writer. The next look-up takes it again and first re-lists the
         packs, dropping any gc deleted meanwhile (an object found only in one of those must be
         written again)."""
+        self._write_queue()
         self._buffering = False
         if self._writer is not None:
             self._writer.buffering = False
@@ -404,6 +453,7 @@ class PackStore(ObjectStore):
     def close(self) -> None:
         if self._closed:
             return
+        self._write_queue()
         self._closed = True
         if self._writer is not None:
             self._writer.close()
@@ -515,6 +565,7 @@ class PackStore(ObjectStore):
 
     # -- introspection (fsck, benchmarks) --------------------------------------------------------
     def packs(self) -> list[Pack]:
+        self._write_queue()
         if self._writer is not None:
             self._writer.drain()
         self._refresh()
