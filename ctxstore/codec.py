@@ -332,6 +332,7 @@ _blake3 = blake3.blake3
 #: The same prefixes by type code (fsck reads codes, not names); codes of the raw-body types.
 _ID_PREFIX_BY_CODE = {TYPE_CODES[name]: prefix for name, prefix in _ID_PREFIXES.items()}
 _RAW_CODES = frozenset(TYPE_CODES[name] for name in RAW_TYPES)
+_join = b"".join
 
 
 def id_digest(type_name_: str, body: bytes) -> bytes:
@@ -339,7 +340,7 @@ def id_digest(type_name_: str, body: bytes) -> bytes:
     prefix = _ID_PREFIXES.get(type_name_)
     if prefix is None:
         prefix = b"%s %s " % (ID_SCHEME, type_name_.encode("ascii"))
-    return _blake3(b"%s%d\x00%s" % (prefix, len(body), body)).digest()
+    return _blake3(_join((prefix, str(len(body)).encode(), b"\x00", body))).digest()
 
 
 def compute_id(type_name_: str, body: bytes) -> str:
@@ -360,7 +361,8 @@ def encode_object(type_name_: str, value: Any) -> tuple[str, bytes]:
     body = _fast_pack(value)
     if body is None:
         body = _reference_pack(value)
-    return _blake3(b"%s%d\x00%s" % (prefix, len(body), body)).hexdigest(), body
+    # join, not `b"%s%d\x00%s" %`: the bytes formatting cost 1.3 µs of a 4 µs id
+    return _blake3(_join((prefix, str(len(body)).encode(), b"\x00", body))).hexdigest(), body
 
 
 def decode_body(type_name_: str, body: bytes) -> Any:

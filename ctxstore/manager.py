@@ -40,6 +40,7 @@ from .objects import (
 )
 from .refs import DEFAULT_BRANCH, branch_ref
 from .repo import Repository, Transaction
+from .repo.gcpause import fewer_collections
 from .repo.revparse import resolve_event
 from .state import AgentState
 from .state.projector import SNAPSHOT_EVERY, Projector
@@ -145,8 +146,8 @@ class ContextManager:
         if self._batch is not None:
             yield self
             return
-        with self.store.transaction(self.ref, message=message,
-                                    command="api: ContextManager.batch") as tx:
+        with fewer_collections(), self.store.transaction(
+                self.ref, message=message, command="api: ContextManager.batch") as tx:
             self._batch = tx
             try:
                 yield self

@@ -15,6 +15,7 @@ from ..clock import now_iso
 from ..errors import InvalidInput
 from ..objects import is_valid_event_type
 from ..repo import Repository, iter_session_refs
+from ..repo.gcpause import fewer_collections
 from .inputs import open_input
 
 if TYPE_CHECKING:
@@ -149,9 +150,10 @@ def append_batch(repo: Repository, lines: Iterable[str | bytes]) -> BatchResult:
     given as bytes (a file opened in binary mode) must be UTF-8; one that is not is named by
     its number like any other bad line.
     """
-    items = _parse_batch(lines, repo)
-    with repo.transaction(message="append --batch") as tx:
-        _append_items(tx, items)
+    with fewer_collections():  # every parsed line stays alive until the commit (gcpause.py)
+        items = _parse_batch(lines, repo)
+        with repo.transaction(message="append --batch") as tx:
+            _append_items(tx, items)
     return BatchResult(len(items), tx.tip)
 
 

@@ -167,12 +167,17 @@ class BranchAppend:
         self.message: str | None = None  # the reflog message (default: the transaction's)
         self.appended: list[str] = []
         self._fields: list[dict[str, Any] | Event] = []
+        self._fresh: str | None = None  # the tip, if the store lacked it when it was put
         parts = split_branch_ref(ref)
         self.session = parts[0] if parts else None
 
     def add(self, fields: dict[str, Any]) -> str:
-        """Store one prepared field map (parents must start with the tip) and advance the tip."""
-        eid = self.tx.put_event(fields, self.session)
+        """Store one prepared field map (parents must start with the tip) and advance the tip.
+        An event on a tip the store lacked a moment ago cannot be in the store (its id names
+        that tip), so it is stored without a presence check (see `extend`)."""
+        eid, new = self.tx.put_new_event(fields, self.session,
+                                         absent=fields["parents"][0] == self._fresh)
+        self._fresh = eid if new else None
         self._fields.append(fields)
         self.appended.append(eid)
         self.tip = eid
@@ -190,7 +195,7 @@ class BranchAppend:
         fields, appended = self._fields, self.appended
         tip = self.tip
         gen = tx.generation(tip)
-        fresh = False
+        fresh = self._fresh == tip
         for f in events:
             gen += 1
             f["parents"] = [tip]
@@ -206,6 +211,7 @@ class BranchAppend:
             fields.append(f)
             appended.append(tip)
         self.tip = tip
+        self._fresh = tip if fresh else None
         tx._forget_generations()
 
     @property
@@ -219,7 +225,7 @@ class BranchAppend:
         mapping = {self.base: new_base}
         old_ids, old_fields = self.appended, self._fields
         self.base = self.tip = new_base
-        self.appended, self._fields = [], []
+        self.appended, self._fields, self._fresh = [], [], None
         gen = self.tx.generation
         for old_id, f in zip(old_ids, old_fields, strict=True):
             f = _fields_of(f)
@@ -302,12 +308,17 @@ class Transaction:
         self._mark(eid, fields["generation"], session)
         return eid
 
-    def put_new_event(self, fields: dict[str, Any],
-                      session: str | None = None) -> tuple[str, bool]:
+    def put_new_event(self, fields: dict[str, Any], session: str | None = None, *,
+                      absent: bool = False) -> tuple[str, bool]:
         """put_event, also telling whether the store lacked the event (importers count them;
-        the check catches up with other processes' new packs, at most once a second)."""
+        the check catches up with other processes' new packs, at most once a second).
+        `absent`: the caller knows the store lacks it (its parent was new): no check."""
         eid, body = codec.encode_object("event", fields)
-        new = self.store.put_new(eid, "event", body)
+        if absent:
+            self.store.put_absent(eid, "event", body)
+            new = True
+        else:
+            new = self.store.put_new(eid, "event", body)
         self._mark(eid, fields["generation"], session)
         return eid, new
 
@@ -333,7 +344,8 @@ class Transaction:
         """A checked event field map: generation = max(parent generations) + 1."""
         check_event(type, payload)
         parents = list(parents)
-        gen = 1 + max((self.generation(p) for p in parents), default=0)
+        gen = 1 + (self.generation(parents[0]) if len(parents) == 1 else
+                   max((self.generation(p) for p in parents), default=0))
         return {"type": type, "actor": actor, "payload": payload or {}, "parents": parents,
                 "generation": gen, "ts": ts or now_iso(), "causality": causality or {}}
 
