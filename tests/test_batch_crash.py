@@ -1,4 +1,5 @@
-"""kill -9 during fast batches: every batch `append_batch` acknowledged survives, fsck clean.
+"""kill -9 during fast batches: every batch `append_batch` (or `ContextManager.batch()`)
+acknowledged survives, fsck clean.
 
 The writer appends corpus-shaped batches through the transaction (whose writes are buffered in
 memory until the commit flushes them: store/packwriter.py) and reports each batch's head once
@@ -42,17 +43,40 @@ while True:
     k += 1
 """
 
+#: The same through `ContextManager.batch()`: one event per call, each queued in the store
+#: (compressed in bulk) and, after the first, stored without a presence check.
+CM_WRITER = r"""
+import os, sys
+from ctxstore import ContextManager
+from ctxstore.repo import Repository
+store, report, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+repo = Repository.open(store)
+repo.store.seal_size, repo.store.max_packs = 256 * 1024, 3
+cm = ContextManager(repo)
+rep = os.open(report, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+text = "tool output line with some words in it " * 8
+k = 0
+while True:
+    with cm.batch():
+        for i in range(700):
+            cm.append_event("MessageAdded", "agent", {"role": "custom",
+                                                      "text": f"{seed} {k} {i} " + text})
+    os.write(rep, f"{cm.tip} 700\n".encode())
+    k += 1
+"""
+
 
 @pytest.mark.slow
+@pytest.mark.parametrize("writer", [WRITER, CM_WRITER], ids=["append_batch", "cm_batch"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_kill_9_during_fast_batches_loses_nothing_acknowledged(tmp_path, seed):
+def test_kill_9_during_fast_batches_loses_nothing_acknowledged(tmp_path, seed, writer):
     repo = Repository.init(tmp_path)
     _sid, _root = repo.new_session(title="crash")
     branch = repo.head_branch()
     repo.close()
     report = tmp_path / "acked"
     store = str(tmp_path / ".ctx")
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, store, str(report), str(seed)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-c", writer, store, str(report), str(seed)], cwd=ROOT,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
