@@ -18,8 +18,10 @@ from ctxstore import ContextManager, codec
 from ctxstore.porcelain import sessions as ps
 from ctxstore.repo import Repository
 from ctxstore.repo.gcpause import YOUNG, fewer_collections
+from ctxstore.store.bodyqueue import BATCH as QUEUE_BODIES
+from ctxstore.store.bodyqueue import BodyQueue
 from ctxstore.store.pack import HEADER_SIZE, scan
-from ctxstore.store.packstore import QUEUE_BODIES, PackStore
+from ctxstore.store.packstore import PackStore
 from tests.store_contract import StoreContract
 
 
@@ -187,3 +189,40 @@ def test_fewer_collections_leaves_a_disabled_collector_alone():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class _Failing(codec.Compressor):
+    def compress_many(self, bodies, threads=0):
+        raise MemoryError("no room for the frames")
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_a_compression_error_on_the_worker_is_raised_to_the_writer(background):
+    q = BodyQueue(batch=3, background=background)
+    comp = _Failing(3)
+    for i in range(3):
+        full = q.add(f"{i:064x}", "blob", b"body %d" % i * 30)
+    assert full
+    if background:
+        assert q.rotate(comp) == []  # started on the worker; its failure comes with the next
+        assert f"{0:064x}" in q
+    with pytest.raises(MemoryError, match="no room"):
+        q.rotate(comp) if not background else q.drain(comp)
+    assert f"{0:064x}" not in q  # not left looking stored
+    q.close()
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_queue_hands_back_every_body_in_put_order(background):
+    q = BodyQueue(batch=4, background=background)
+    comp = codec.Compressor(3)
+    items = [(f"{i:064x}", "blob", b"payload %d " % i * 20) for i in range(10)]
+    out = []
+    for item in items:
+        if q.add(*item):
+            out += q.rotate(comp)
+    out += q.drain(comp)
+    assert [item for item, _ in out] == items
+    assert [frame for _, frame in out] == [comp.compress(b) for _, _, b in items]
+    assert not q
+    q.close()

@@ -26,6 +26,7 @@ from .. import codec
 from ..errors import CorruptObject, CorruptStore, InvalidInput, ObjectNotFound, StoreNotFound
 from ..lockfile import LockFile
 from .base import ObjectStore
+from .bodyqueue import BodyQueue
 from .gclock import GcLock, create_lock_file
 from .pack import IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
 from .packconsolidate import consolidate
@@ -41,8 +42,6 @@ DICTS_FILE = "dicts"
 _MTIME_TRUST_NS = 100_000_000
 #: How often `put_new` catches up with other processes' writes (see there).
 CATCH_UP_SECONDS = 1.0
-#: Bodies put inside a transaction wait, uncompressed, until this many are compressed at once.
-QUEUE_BODIES = 512
 
 
 def _dir_mtime(path: str) -> int:
@@ -129,9 +128,8 @@ class PackStore(ObjectStore):
         self._listed_mtime = -1
         self._caught_up = -CATCH_UP_SECONDS  # put_new: when it last caught up (monotonic)
         self._buffering = False
-        #: bodies put inside a transaction, compressed and written together (`_write_queue`)
-        self._queue: list[tuple[str, str, bytes]] = []
-        self._queued: set[str] = set()
+        #: bodies put inside a transaction, compressed together (bodyqueue.py)
+        self._queued = BodyQueue()
         self._list_packs()
 
     # -- the pack set ---------------------------------------------------------------------
@@ -340,10 +338,8 @@ class PackStore(ObjectStore):
         if self._buffering and writer is not None and writer.pack is not None and \
                 self._samples is None and len(body) <= codec.SMALL_OBJECT_LIMIT and \
                 self.durability != "always":  # a started writer, the dictionary trained
-            self._queue.append((obj_id, type_name, body))
-            self._queued.add(obj_id)
-            if len(self._queue) >= QUEUE_BODIES:
-                self._write_queue()
+            if self._queued.add(obj_id, type_name, body):
+                self._write_records(self._queued.rotate(self._compressor))
             return
         self._write_queue()  # the records stay in the order of the puts
         writer = self._writer
@@ -363,17 +359,16 @@ class PackStore(ObjectStore):
             self._seal()
 
     def _write_queue(self) -> None:
-        """Compress the queued bodies in one call (`Compressor.compress_many`) and append their
-        records. Runs before anything reads the packs, syncs or seals, and at the transaction's
-        end (format.md, "Write ordering" 1): until then, nothing names a queued object."""
-        queue = self._queue
-        if not queue:
-            return
-        self._queue, self._queued = [], set()
-        frames = self._compressor.compress_many([body for _, _, body in queue])
+        """Write every queued body (bodyqueue.py). Runs before anything reads the packs, syncs
+        or seals, and at the transaction's end (format.md, "Write ordering" 1): until then,
+        nothing names a queued object."""
+        if self._queued:
+            self._write_records(self._queued.drain(self._compressor))
+
+    def _write_records(self, done: list) -> None:
         encode = codec.encode_record
         writer, restarted = self._writer, False
-        for (obj_id, type_name, body), (payload, comp, dict_id) in zip(queue, frames, strict=True):
+        for (obj_id, type_name, body), (payload, comp, dict_id) in done:
             if writer.pack is None:  # sealed by the previous record: start or take over another
                 writer, restarted = self._start(), True
             if restarted and self._find(obj_id, refresh=False) is not None:
@@ -454,6 +449,7 @@ class PackStore(ObjectStore):
         if self._closed:
             return
         self._write_queue()
+        self._queued.close()
         self._closed = True
         if self._writer is not None:
             self._writer.close()
