@@ -5,11 +5,15 @@
 
 Each stage runs alone over the same corpus-shaped events (benchmarks/corpus_events.py), with the
 functions the batch path calls: parse and check the lines (`_parse_batch`), canonical msgpack +
-blake3 id (`codec.encode_object`), zstd with the store's dictionary (`Compressor.compress`),
-record framing (`codec.encode_record`), the presence check of a put (`PackStore._known`), the
-write into the active pack (`PackWriter.append`). "whole batch" is `append_batch` in one process
-(no start-up); "rest" is what the stages do not account for (transaction, field maps, session
-marks, syncs). Run on another checkout (PYTHONPATH first) to get its figures beside these.
+blake3 id (`codec.encode_object`), zstd with the store's dictionary (`Compressor.compress_many`
+over batches of `bodyqueue.BATCH` bodies, as the store's queue does; on the writer's thread
+here, on a worker thread in the batch), record framing (`codec.encode_record`), the write into
+the active pack (`PackWriter.append`). The presence check is no stage any more: the bulk path
+(`BranchAppend.extend`) looks up only the first event of a batch. "whole batch" is
+`append_batch` in one process (no start-up), with its CPU time (all threads) beside it; "rest"
+is what the stages do not account for (transaction, field maps, session marks, partial-index
+syncs, garbage collection). Run on another checkout (PYTHONPATH first) to get its figures
+beside these.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import time
 from ctxstore import codec
 from ctxstore.porcelain import sessions as ps
 from ctxstore.repo import Repository
+from ctxstore.store.bodyqueue import BATCH
 
 from .corpus_events import corpus_lines
 
@@ -58,12 +63,13 @@ def profile(n: int) -> dict[str, float]:
         # the store's dictionary, trained as a store trains it (on its first small bodies)
         dictionary = codec.train_dictionary([b for _, b in encoded[:1000]], **codec.STORE_DICT_PARAMS)
         comp = codec.Compressor(store.level, dictionary)
-        out["zstd (dictionary)"] = _per_event(lambda e: comp.compress(e[1]), encoded)
+        bodies = [b for _, b in encoded]
+        chunks = [bodies[k:k + BATCH] for k in range(0, n, BATCH)]
+        out["zstd (dictionary)"] = _per_event(comp.compress_many, chunks) * len(chunks) / n
         compressed = [(i, comp.compress(b), len(b)) for i, b in encoded]
         out["record framing"] = _per_event(
             lambda c: codec.encode_record(c[0], "event", c[1][0], c[1][1], c[1][2], c[2]),
             compressed)
-        out["presence check"] = _per_event(store._known, [i for i, _ in encoded])
         records = [(i, codec.encode_record(i, "event", p, c, d, raw)) for i, (p, c, d), raw
                    in compressed]
         writer = store._writer
@@ -75,9 +81,10 @@ def profile(n: int) -> dict[str, float]:
         repo.close()
         repo = Repository.init(os.path.join(tmp, "b"))
         repo.new_session(title="profile")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         ps.append_batch(repo, lines)
         out["whole batch (in process)"] = (time.perf_counter() - start) / n * 1e6
+        out["whole batch, CPU (all threads)"] = (time.process_time() - cpu) / n * 1e6
         repo.close()
         stages = sum(v for k, v in out.items() if not k.startswith("whole"))
         out["rest (transaction, fields, marks, syncs)"] = out["whole batch (in process)"] - stages
