@@ -226,3 +226,26 @@ def test_queue_hands_back_every_body_in_put_order(background):
     assert [frame for _, frame in out] == [comp.compress(b) for _, _, b in items]
     assert not q
     q.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_compresses_with_its_own_worker():
+    q = BodyQueue(batch=2)
+    comp = codec.Compressor(3)
+    for i in range(2):
+        q.add(f"{i:064x}", "blob", b"first %d " % i * 20)
+    q.rotate(comp)  # the parent's worker now exists (its batch maybe still running)
+    pid = os.fork()
+    if pid == 0:  # the child: its batches must still come back (an inherited pool would hang)
+        code = 1
+        try:
+            for i in range(2, 6):
+                if q.add(f"{i:064x}", "blob", b"child %d " % i * 20):
+                    q.rotate(comp)
+            code = 0 if len(q.drain(comp)) == 2 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(q.drain(comp)) == 2
+    q.close()

@@ -16,6 +16,7 @@ batch (`rotate` or `drain`), never swallowed.
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .. import codec
@@ -37,6 +38,7 @@ class BodyQueue:
         self._ids: set[str] = set()
         self._running: tuple[list[Item], Future] | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
 
     def __contains__(self, obj_id: object) -> bool:
         return obj_id in self._ids
@@ -53,12 +55,14 @@ class BodyQueue:
     def rotate(self, compressor: codec.Compressor) -> list[Compressed]:
         """Start compressing the waiting bodies (on the worker, if `background`) and return the
         batch started before, compressed, for the caller to write."""
-        done = self._collect()
+        done = self._collect(compressor)
         items, self._waiting = self._waiting, []
         if not self.background:
             return done + self._compress(items, compressor)
-        if self._pool is None:
+        if self._pool is None or self._pool_pid != os.getpid():
+            # (a forked child inherits the pool but not its thread: it needs its own)
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="ctxstore-compress")
+            self._pool_pid = os.getpid()
         self._running = (items, self._pool.submit(compressor.compress_many,
                                                   [b for _, _, b in items]))
         return done
@@ -66,7 +70,7 @@ class BodyQueue:
     def drain(self, compressor: codec.Compressor) -> list[Compressed]:
         """Every queued body, compressed, in put order: the running batch, then the waiting
         bodies (compressed here)."""
-        done = self._collect()
+        done = self._collect(compressor)
         items, self._waiting = self._waiting, []
         if items:
             done += self._compress(items, compressor)
@@ -80,11 +84,13 @@ class BodyQueue:
             raise
         return self._finished(items, frames)
 
-    def _collect(self) -> list[Compressed]:
+    def _collect(self, compressor: codec.Compressor) -> list[Compressed]:
         running, self._running = self._running, None
         if running is None:
             return []
         items, future = running
+        if self._pool_pid != os.getpid() and not future.done():
+            return self._compress(items, compressor)  # forked meanwhile: no worker here
         try:
             frames = future.result()  # the worker's exception, if any, is raised here
         except BaseException:
@@ -98,6 +104,6 @@ class BodyQueue:
 
     def close(self) -> None:
         """Stop the worker (after `drain`: it has nothing left to do)."""
-        if self._pool is not None:
+        if self._pool is not None and self._pool_pid == os.getpid():
             self._pool.shutdown(wait=True)
             self._pool = None
