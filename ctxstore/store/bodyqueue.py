@@ -17,9 +17,12 @@ batch (`rotate` or `drain`), never swallowed.
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from .. import codec
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 #: Bodies compressed per call.
 BATCH = 512
@@ -61,6 +64,8 @@ class BodyQueue:
             return done + self._compress(items, compressor)
         if self._pool is None or self._pool_pid != os.getpid():
             # (a forked child inherits the pool but not its thread: it needs its own)
+            from concurrent.futures import ThreadPoolExecutor  # imports logging: not at start-up
+
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="ctxstore-compress")
             self._pool_pid = os.getpid()
         self._running = (items, self._pool.submit(compressor.compress_many,
