@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from ctxstore import ContextManager, codec
 from ctxstore.porcelain import sessions as ps
 from ctxstore.repo import Repository
+from ctxstore.repo.eventcache import EventCache
 from ctxstore.repo.gcpause import YOUNG, fewer_collections
 from ctxstore.store.bodyqueue import BATCH as QUEUE_BODIES
 from ctxstore.store.bodyqueue import BodyQueue
@@ -249,3 +250,39 @@ def test_a_forked_child_compresses_with_its_own_worker():
     assert os.waitstatus_to_exitcode(status) == 0
     assert len(q.drain(comp)) == 2
     q.close()
+
+
+def test_marks_written_soon_are_on_disk_after_wait(tmp_path):
+    cache = EventCache(tmp_path, "sessions")
+    ids = [f"{i:064x}" for i in range(5)]
+    for eid in ids:
+        cache.put_soon(eid, "a" * 64)
+        assert cache.get(eid) == "a" * 64  # readable at once
+    cache.wait()
+    fresh = EventCache(tmp_path, "sessions")
+    assert [fresh.get(eid) for eid in ids] == ["a" * 64] * 5
+
+
+def test_a_mark_that_cannot_be_written_fails_the_wait(tmp_path):
+    (tmp_path / "cache").write_text("a file where the cache directory should be")
+    cache = EventCache(tmp_path, "sessions")
+    cache.put_soon("0" * 64, "a" * 64)
+    with pytest.raises(OSError):
+        cache.wait()
+    cache.wait()  # nothing pending any more
+
+
+def test_a_bulk_append_marks_its_session_every_256_generations(tmp_path):
+    repo = _session(tmp_path, "r")
+    res = ps.append_batch(repo, LINES)
+    sid = repo.current().session
+    fresh = Repository.open(tmp_path / "r")
+    tip, found = res.head, []
+    while tip:
+        if fresh.graph.generation(tip) % 256 == 0:
+            found.append(fresh.session_marks.get(tip))
+        parents = fresh.store.get(tip).parents
+        tip = parents[0] if parents else None
+    assert found == [sid, sid]  # generations 512 and 256, read from disk
+    fresh.close()
+    repo.close()

@@ -196,20 +196,24 @@ class BranchAppend:
         tip = self.tip
         gen = tx.generation(tip)
         fresh = self._fresh == tip
-        for f in events:
-            gen += 1
-            f["parents"] = [tip]
-            f["generation"] = gen
-            tip, body = encode("event", f)
-            if fresh:
-                store.put_absent(tip, "event", body)
-            else:
-                fresh = store.put_new(tip, "event", body)
-            gens[tip] = gen
-            if marks is not None and gen % SESSION_MARK_EVERY == 0:
-                marks.put(tip, self.session)
-            fields.append(f)
-            appended.append(tip)
+        try:
+            for f in events:
+                gen += 1
+                f["parents"] = [tip]
+                f["generation"] = gen
+                tip, body = encode("event", f)
+                if fresh:
+                    store.put_absent(tip, "event", body)
+                else:
+                    fresh = store.put_new(tip, "event", body)
+                gens[tip] = gen
+                if marks is not None and gen % SESSION_MARK_EVERY == 0:
+                    marks.put_soon(tip, self.session)
+                fields.append(f)
+                appended.append(tip)
+        finally:
+            if marks is not None:
+                marks.wait()
         self.tip = tip
         self._fresh = tip if fresh else None
         tx._forget_generations()
