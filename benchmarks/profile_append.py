@@ -1,7 +1,9 @@
 """Where an appended event's time goes: µs per event and stage of `ctx append --batch`.
 
     .venv/bin/python -m benchmarks.profile_append [--n 20000] [--json]
-    PYTHONPATH=/path/to/other/checkout python -m benchmarks.profile_append   # another tree
+    cd /other/checkout && PYTHONPATH=. /this/.venv/bin/python -m benchmarks.profile_append
+        # another tree: run it from there (`-m` puts the current directory first on sys.path,
+        # before PYTHONPATH, so run from this checkout it would profile this tree's code)
 
 Each stage runs alone over the same corpus-shaped events (benchmarks/corpus_events.py), with the
 functions the batch path calls: parse and check the lines (`_parse_batch`), canonical msgpack +
