@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from sys import intern
 from typing import Any
 
 from .. import jsonparse
 from ..state.prompts import SKIP, classify_prompt, prompt_text, title_of
 from .claude_map import FMT, FileState, content_text, is_prompt, map_record
 from .common import MALFORMED, ImportContext, SessionBuilder, good_ts, iter_jsonl, peek_jsonl
+from .idtable import IdTable
 
 KNOWN_TYPES = frozenset({
     "user", "assistant", "system", "summary", "attachment", "progress", "file-history-snapshot",
@@ -90,7 +90,7 @@ def _parent_of(rec: dict) -> str | None:
     return parent if isinstance(parent, str) else None
 
 
-def resume_chain(path: Path) -> set[str] | None:
+def resume_chain(path: Path) -> ResumeChain | None:
     """The uuids Claude Code resumes: walked back by parentUuid (logicalParentUuid across a
     compact boundary) from the newest non-sidechain user/assistant line. None when the file
     has no such line (the line-order rule applies then)."""
@@ -109,10 +109,12 @@ def resume_chain(path: Path) -> set[str] | None:
     return chain_of(records())
 
 
-def chain_of(records: Iterable[Any]) -> set[str] | None:
+def chain_of(records: Iterable[Any]) -> ResumeChain | None:
     """resume_chain over parsed lines (the live importer holds them, not a file)."""
-    parents: dict[str, str | None] = {}
-    leaf = ""
+    table = IdTable()
+    parents = array("i")  # row -> its parent's row, -1 for none, -2 for a uuid of no line
+    leaf = row = -1
+    last = None
     kinds = (dict, _links_type())
     for rec in records:
         if not isinstance(rec, kinds):
@@ -121,19 +123,52 @@ def chain_of(records: Iterable[Any]) -> set[str] | None:
         if not isinstance(uuid, str):
             continue
         parent = _parent_of(rec)
-        if type(uuid) is str:  # the import's tables then share one object per uuid
-            uuid = intern(uuid)
-        parents[uuid] = intern(parent) if type(parent) is str else parent
+        if parent is None:
+            prow = -1
+        elif parent == last:  # most lines follow the line before: no lookup
+            prow = row
+        else:
+            prow = table.add(parent)
+        row, last = table.add(uuid), uuid
+        if len(parents) < len(table):
+            parents.extend(_NO_LINE * (len(table) - len(parents)))
+        parents[row] = prow  # a uuid seen again: its newest line's parent, as a dict gave
         if rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
-            leaf = uuid
-    if not leaf:
+            leaf = row
+    if leaf < 0:
         return None
-    chain: set[str] = set()
-    cur: str | None = leaf
-    while cur is not None and cur not in chain and cur in parents:
-        chain.add(cur)
+    on = bytearray(len(table))
+    cur = leaf
+    while cur >= 0 and not on[cur] and parents[cur] != -2:
+        on[cur] = 1
         cur = parents[cur]
-    return chain
+    return ResumeChain(table, on)
+
+
+_NO_LINE = array("i", [-2])
+
+
+class ResumeChain:
+    """The uuids on the resume chain: a flag per row of the file's IdTable, which the uuid
+    index (_Index) then shares, so each uuid is stored once for both. Reads as a set of uuid
+    strings (`in`, iteration, len)."""
+
+    __slots__ = ("table", "_on")
+
+    def __init__(self, table: IdTable, on: bytearray) -> None:
+        self.table, self._on = table, on
+
+    def __contains__(self, uuid: object) -> bool:
+        if not isinstance(uuid, str):
+            return False
+        r = self.table.find(uuid)
+        return 0 <= r < len(self._on) and self._on[r] == 1
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.table.id_at(r) for r, on in enumerate(self._on) if on)
+
+    def __len__(self) -> int:
+        return self._on.count(1)
 
 
 def is_leaf(rec: Any) -> bool:
@@ -190,46 +225,62 @@ class _Entry:
 
 
 class _Index:
-    """uuid -> _Entry of the lines placed so far, held in arrays: ~130 bytes a line instead of
-    ~290 (an entry object, its event id as 64 hex characters, its generation as an int object),
-    since a file's every line stays in it until the file is done. `get` hands out a new _Entry
-    each time, so a changed one is stored back (`index[uuid] = ent`, as `_mark` does)."""
+    """uuid -> _Entry of the lines placed so far, held in arrays by row of an IdTable (the
+    resume chain's, when there is one): ~110 bytes a line with the uuid itself instead of
+    ~290 plus a ~90-byte string, since a file's every line stays in it until the file is done.
+    `get` hands out a new _Entry each time, so a changed one is stored back (`index[uuid] =
+    ent`, as `_mark` does)."""
 
-    __slots__ = ("_ord", "_uuid", "_builders", "_bpos", "_b", "_parent", "_event", "_gen",
-                 "_line", "_marked")
+    __slots__ = ("_table", "_placed", "_count", "_builders", "_bpos", "_b", "_parent", "_event",
+                 "_gen", "_line", "_marked")
 
-    def __init__(self) -> None:
-        self._ord: dict[str, int] = {}  # uuid -> its row
-        self._uuid: list[str] = []
+    def __init__(self, table: IdTable | None = None) -> None:
+        self._table = table if table is not None else IdTable()
+        self._placed = bytearray()  # row -> 1 once a line with that uuid was placed
+        self._count = 0
         self._builders: list[SessionBuilder] = []
         self._bpos: dict[int, int] = {}  # id(builder) -> its position in _builders
         self._b = array("H")
-        self._parent: list[str | None] = []
+        self._parent = array("i")  # row of the parent's uuid, -1 for none
         self._event = bytearray()  # 32 raw bytes a row
         self._gen = array("q")
-        self._line = array("q")
+        self._line = array("i")
         self._marked = bytearray()
 
     def __len__(self) -> int:
-        return len(self._ord)
+        return self._count
+
+    def _row(self, uuid: object) -> int:
+        if not isinstance(uuid, str):
+            return -1
+        r = self._table.find(uuid)
+        return r if 0 <= r < len(self._placed) and self._placed[r] else -1
 
     def __contains__(self, uuid: object) -> bool:
-        return uuid in self._ord
+        return self._row(uuid) >= 0
 
     def get(self, uuid: str, default: _Entry | None = None) -> _Entry | None:
-        i = self._ord.get(uuid)
-        if i is None:
+        i = self._row(uuid)
+        if i < 0:
             return default
-        e = _Entry(self._builders[self._b[i]], self._parent[i],
-                   self._event[32 * i:32 * i + 32].hex(), self._gen[i], self._line[i])
-        e.marked = bool(self._marked[i])
-        return e
+        return _IndexEntry(self._table, self._parent[i], self._builders[self._b[i]],
+                           self._event[32 * i:32 * i + 32].hex(), self._gen[i], self._line[i],
+                           bool(self._marked[i]))
 
     def __getitem__(self, uuid: str) -> _Entry:
         e = self.get(uuid)
         if e is None:
             raise KeyError(uuid)
         return e
+
+    def mark_ancestors(self, uuid: str | None) -> None:
+        """ClaudeFile._mark over rows: `uuid` and its ancestors are marked up to the first
+        one that already is (or one never placed)."""
+        i = self._row(uuid) if uuid else -1
+        placed, marked, parent = self._placed, self._marked, self._parent
+        while i >= 0 and placed[i] and not marked[i]:
+            marked[i] = 1
+            i = parent[i]
 
     def __setitem__(self, uuid: str, e: _Entry) -> None:
         b = self._bpos.get(id(e.builder))
@@ -239,20 +290,49 @@ class _Index:
         raw = bytes.fromhex(e.event)
         if len(raw) != 32:
             raise ValueError(f"not an event id: {e.event!r}")
-        i = self._ord.get(uuid)
-        if i is None:
-            self._ord[uuid] = len(self._uuid)
-            self._uuid.append(uuid)
-            self._b.append(b)
-            self._parent.append(e.parent)
-            self._event += raw
-            self._gen.append(e.gen)
-            self._line.append(e.line)
-            self._marked.append(1 if e.marked else 0)
-            return
-        self._b[i], self._parent[i], self._gen[i], self._line[i] = b, e.parent, e.gen, e.line
+        parent = self._table.add(e.parent) if e.parent is not None else -1
+        i = self._table.add(uuid)
+        grow = len(self._table) - len(self._placed)
+        if grow > 0:  # rows the chain (or a parent) added: room for them, not placed yet
+            self._placed += bytes(grow)
+            self._b.extend(_ZERO_H * grow)
+            self._parent.extend(_NONE_I * grow)
+            self._event += bytes(32 * grow)
+            self._gen.extend(_ZERO_Q * grow)
+            self._line.extend(_ZERO_I * grow)
+            self._marked += bytes(grow)
+        if not self._placed[i]:
+            self._placed[i] = 1
+            self._count += 1
+        self._b[i], self._parent[i], self._gen[i], self._line[i] = b, parent, e.gen, e.line
         self._event[32 * i:32 * i + 32] = raw
         self._marked[i] = 1 if e.marked else 0
+
+
+class _IndexEntry(_Entry):
+    """An _Entry read from _Index: its parent's uuid is made from the row only when asked for
+    (placing a line reads its parent's entry but not the grandparent's uuid)."""
+
+    __slots__ = ("_table", "_prow")
+
+    def __init__(self, table: IdTable, prow: int, builder, event, gen, line, marked) -> None:
+        self._table, self._prow = table, prow
+        self.builder, self.event, self.gen, self.line, self.marked = (builder, event, gen, line,
+                                                                      marked)
+
+    @property
+    def parent(self) -> str | None:  # type: ignore[override]
+        p = self._prow
+        if type(p) is int:
+            return self._table.id_at(p) if p >= 0 else None
+        return p
+
+    @parent.setter
+    def parent(self, value: str | None) -> None:
+        self._prow = value
+
+
+_ZERO_H, _ZERO_Q, _ZERO_I, _NONE_I = array("H", [0]), array("q", [0]), array("i", [0]), array("i", [-1])
 
 
 class ClaudeFile:
@@ -274,7 +354,10 @@ class ClaudeFile:
 
     # start / feed / end: run() in three steps, so the live importer (live.py) can feed lines
     # as they are written and stop after any of them
-    def start(self, head: dict, chain: set[str] | None) -> None:
+    def start(self, head: dict, chain: Any) -> None:
+        """`chain`: the resume chain (a ResumeChain, or a set-like of uuids), None for none."""
+        if isinstance(chain, ResumeChain) and type(self.index) is _Index and not len(self.index):
+            self.index = _Index(chain.table)  # one row per uuid for both
         source = head["session"] or self.path.stem
         self.fs = FileState(source)
         self.main = self._open_main(head, source)
@@ -339,10 +422,6 @@ class ClaudeFile:
             parent = self._position(b, rec, uuid, n)
         map_record(b, self.fs, rec, n)
         if uuid:
-            if type(uuid) is str:  # one object per uuid for the tables (chain, index, parents)
-                uuid = intern(uuid)
-            if type(parent) is str:
-                parent = intern(parent)
             self.index[uuid] = _Entry(b, parent, b.tip, b.tip_gen, b.cur)
             if b is self.main:
                 self.newest_on_line[b.cur] = uuid
@@ -395,6 +474,11 @@ class ClaudeFile:
         return parent
 
     def _mark(self, parent: str | None) -> None:
+        """Mark `parent` and its ancestors up to the first marked one: points a typed request
+        was asked from (a later request from one of them is a rewind)."""
+        if type(self.index) is _Index:  # by row, without making each ancestor's uuid again
+            self.index.mark_ancestors(parent)
+            return
         while parent:
             ent = self.index.get(parent)
             if ent is None or ent.marked:

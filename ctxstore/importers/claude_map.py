@@ -14,18 +14,22 @@ from typing import Any
 
 from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from .common import SessionBuilder, preview, tool_requested_payload
+from .idtable import CallTable, IdCounts
 
 FMT = "claude-code"
 SPAWN_TOOLS = frozenset({"Task", "Agent"})
 
 
 class FileState:
-    """Per-file tables the mapping needs: open tool calls and response part counters."""
+    """Per-file tables the mapping needs: tool calls a result may answer and response part
+    counters. Every call id and response id of a file stays in them until the file is done,
+    so they are flat id tables (idtable.py), not dicts of strings; the live importer puts its
+    persistent maps in their place."""
 
     def __init__(self, source_id: str) -> None:
         self.source_id = source_id
-        self.calls: dict[str, tuple[str, str]] = {}  # tool_use_id -> (requested event, name)
-        self.parts: dict[str, int] = {}  # message.id -> lines seen
+        self.calls: Any = CallTable()  # tool_use_id -> (requested event, name)
+        self.parts: Any = IdCounts()  # message.id -> lines seen
 
 
 def content_text(content: Any) -> str:
