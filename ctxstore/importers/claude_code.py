@@ -106,23 +106,40 @@ def resume_chain(path: Path) -> ResumeChain | None:
                     except ValueError:
                         continue
 
-    return chain_of(records())
+    return chain_of(records(), expect=path.stat().st_size // LINE_BYTES_GUESS)
 
 
-def chain_of(records: Iterable[Any]) -> ResumeChain | None:
-    """resume_chain over parsed lines (the live importer holds them, not a file)."""
-    table = IdTable()
+#: bytes a transcript line is taken to have when sizing the uuid table from the file size
+#: (Claude Code lines are ~0.5-3 KB; a guess off either way costs a few slots or one growth)
+LINE_BYTES_GUESS = 1024
+
+
+def chain_of(records: Iterable[Any], expect: int = 0) -> ResumeChain | None:
+    """resume_chain over parsed lines (the live importer holds them, not a file); `expect`:
+    about how many lines there are."""
+    table = IdTable(expect=expect)
     parents = array("i")  # row -> its parent's row, -1 for none, -2 for a uuid of no line
     leaf = row = -1
     last = None
-    kinds = (dict, _links_type())
+    links = _links_type()
+    if links is dict:  # pragma: no cover - msgspec is a core dependency
+        links = type(None)
     for rec in records:
-        if not isinstance(rec, kinds):
+        if type(rec) is links:  # the prepass's five fields: attributes, not five get calls
+            uuid, parent, kind, side = rec.uuid, rec.parentUuid, rec.type, rec.isSidechain
+            if parent is None:
+                parent = rec.logicalParentUuid
+        elif isinstance(rec, dict):
+            uuid, parent, kind, side = (rec.get("uuid"), rec.get("parentUuid"), rec.get("type"),
+                                        rec.get("isSidechain"))
+            if parent is None:
+                parent = rec.get("logicalParentUuid")
+        else:
             continue
-        uuid = rec.get("uuid")
         if not isinstance(uuid, str):
             continue
-        parent = _parent_of(rec)
+        if not isinstance(parent, str):  # as _parent_of reads it
+            parent = None
         if parent is None:
             prow = -1
         elif parent == last:  # most lines follow the line before: no lookup
@@ -130,10 +147,10 @@ def chain_of(records: Iterable[Any]) -> ResumeChain | None:
         else:
             prow = table.add(parent)
         row, last = table.add(uuid), uuid
-        if len(parents) < len(table):
-            parents.extend(_NO_LINE * (len(table) - len(parents)))
+        if row >= len(parents) or prow >= len(parents):  # new rows: room for them
+            parents.extend(_NO_LINE * (max(row, prow) + 1 - len(parents)))
         parents[row] = prow  # a uuid seen again: its newest line's parent, as a dict gave
-        if rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
+        if kind in ("user", "assistant") and not side:
             leaf = row
     if leaf < 0:
         return None
@@ -159,7 +176,7 @@ class ResumeChain:
         self.table, self._on = table, on
 
     def __contains__(self, uuid: object) -> bool:
-        if not isinstance(uuid, str):
+        if type(uuid) is not str and not isinstance(uuid, str):
             return False
         r = self.table.find(uuid)
         return 0 <= r < len(self._on) and self._on[r] == 1
@@ -251,7 +268,7 @@ class _Index:
         return self._count
 
     def _row(self, uuid: object) -> int:
-        if not isinstance(uuid, str):
+        if type(uuid) is not str and not isinstance(uuid, str):
             return -1
         r = self._table.find(uuid)
         return r if 0 <= r < len(self._placed) and self._placed[r] else -1
@@ -260,8 +277,10 @@ class _Index:
         return self._row(uuid) >= 0
 
     def get(self, uuid: str, default: _Entry | None = None) -> _Entry | None:
-        i = self._row(uuid)
-        if i < 0:
+        if type(uuid) is not str and not isinstance(uuid, str):
+            return default
+        i = self._table.find(uuid)
+        if i < 0 or i >= len(self._placed) or not self._placed[i]:
             return default
         return _IndexEntry(self._table, self._parent[i], self._builders[self._b[i]],
                            self._event[32 * i:32 * i + 32].hex(), self._gen[i], self._line[i],
@@ -283,30 +302,37 @@ class _Index:
             i = parent[i]
 
     def __setitem__(self, uuid: str, e: _Entry) -> None:
-        b = self._bpos.get(id(e.builder))
+        self.put(uuid, e.builder, e.parent, e.event, e.gen, e.line, e.marked)
+
+    def put(self, uuid: str, builder: Any, parent_uuid: str | None, event: str, gen: int,
+            line: int, marked: bool = False) -> None:
+        """`index[uuid] = _Entry(...)` without the _Entry (once a line)."""
+        b = self._bpos.get(id(builder))
         if b is None:
-            b = self._bpos[id(e.builder)] = len(self._builders)
-            self._builders.append(e.builder)
-        raw = bytes.fromhex(e.event)
+            b = self._bpos[id(builder)] = len(self._builders)
+            self._builders.append(builder)
+        raw = bytes.fromhex(event)
         if len(raw) != 32:
-            raise ValueError(f"not an event id: {e.event!r}")
-        parent = self._table.add(e.parent) if e.parent is not None else -1
+            raise ValueError(f"not an event id: {event!r}")
+        parent = self._table.add(parent_uuid) if parent_uuid is not None else -1
         i = self._table.add(uuid)
-        grow = len(self._table) - len(self._placed)
-        if grow > 0:  # rows the chain (or a parent) added: room for them, not placed yet
-            self._placed += bytes(grow)
+        placed = self._placed
+        if i >= len(placed) or parent >= len(placed):
+            # room for every row of the table (the chain's rows too), none of them placed yet
+            grow = len(self._table) - len(placed)
+            placed += bytes(grow)
             self._b.extend(_ZERO_H * grow)
             self._parent.extend(_NONE_I * grow)
             self._event += bytes(32 * grow)
             self._gen.extend(_ZERO_Q * grow)
             self._line.extend(_ZERO_I * grow)
             self._marked += bytes(grow)
-        if not self._placed[i]:
-            self._placed[i] = 1
+        if not placed[i]:
+            placed[i] = 1
             self._count += 1
-        self._b[i], self._parent[i], self._gen[i], self._line[i] = b, parent, e.gen, e.line
+        self._b[i], self._parent[i], self._gen[i], self._line[i] = b, parent, gen, line
         self._event[32 * i:32 * i + 32] = raw
-        self._marked[i] = 1 if e.marked else 0
+        self._marked[i] = 1 if marked else 0
 
 
 class _IndexEntry(_Entry):
@@ -344,8 +370,10 @@ class ClaudeFile:
         self.groups: dict[str, SessionBuilder] = {}
         self.builders: list[SessionBuilder] = []
         self.newest_on_line: dict[int, str] = {}  # main builder: line -> newest uuid on it
+        self.expect_lines = 0  # about how many lines the file has (sizes the tables)
 
     def run(self) -> None:
+        self.expect_lines = self.path.stat().st_size // LINE_BYTES_GUESS
         self.start(_head(self.path),
                    None if is_agent_file(self.path) else resume_chain(self.path))
         for n, text, rec in iter_jsonl(self.ctx, self.path):
@@ -359,7 +387,7 @@ class ClaudeFile:
         if isinstance(chain, ResumeChain) and type(self.index) is _Index and not len(self.index):
             self.index = _Index(chain.table)  # one row per uuid for both
         source = head["session"] or self.path.stem
-        self.fs = FileState(source)
+        self.fs = FileState(source, self.expect_lines)
         self.main = self._open_main(head, source)
         self.builders.append(self.main)
         self.chain = chain
@@ -422,7 +450,11 @@ class ClaudeFile:
             parent = self._position(b, rec, uuid, n)
         map_record(b, self.fs, rec, n)
         if uuid:
-            self.index[uuid] = _Entry(b, parent, b.tip, b.tip_gen, b.cur)
+            tip = b.lines[b.cur]
+            if type(self.index) is _Index:
+                self.index.put(uuid, b, parent, tip[0], tip[1], b.cur)
+            else:  # the live importer's persistent map
+                self.index[uuid] = _Entry(b, parent, tip[0], tip[1], b.cur)
             if b is self.main:
                 self.newest_on_line[b.cur] = uuid
             if is_request(rec):
@@ -437,11 +469,17 @@ class ClaudeFile:
         if not line[2]:
             line[2] = uuid[:8]
         parent = _parent_of(rec)
-        ent = self.index.get(parent) if parent is not None else None
-        if parent is not None and ent is None:
+        on_chain = uuid in self.chain
+        if on_chain:  # where the parent is does not matter: only whether it was placed
+            ent = None
+            known = parent is not None and parent in self.index
+        else:
+            ent = self.index.get(parent) if parent is not None else None
+            known = ent is not None
+        if parent is not None and not known:
             self.ctx.warn(self.name, n, f"dangling parent {parent!r} (no such uuid earlier in "
                                         f"the file); attached after the previous record")
-        if uuid in self.chain:
+        if on_chain:
             b.cur = 0
         elif ent is not None and ent.builder is b:
             # a request that leaves the chain, or re-asks from a point of a branch that
@@ -454,7 +492,7 @@ class ClaudeFile:
                     b.fork(ent.event, ent.gen, uuid[:8])
             else:
                 b.cur = ent.line
-        return parent if ent is not None else None
+        return parent if known else None
 
     def _position(self, b: SessionBuilder, rec: dict, uuid: str, n: int) -> str | None:
         """Fork a new line if this record is a real rewind; returns its (logical) parent."""

@@ -26,10 +26,12 @@ class FileState:
     so they are flat id tables (idtable.py), not dicts of strings; the live importer puts its
     persistent maps in their place."""
 
-    def __init__(self, source_id: str) -> None:
+    def __init__(self, source_id: str, lines: int = 0) -> None:
+        """`lines`: about how many lines the file has (a call every ~3 lines, a response every
+        ~6 size the tables from the start)."""
         self.source_id = source_id
-        self.calls: Any = CallTable()  # tool_use_id -> (requested event, name)
-        self.parts: Any = IdCounts()  # message.id -> lines seen
+        self.calls: Any = CallTable(expect=lines // 4)  # tool_use_id -> (requested event, name)
+        self.parts: Any = IdCounts(expect=lines // 8)  # message.id -> lines seen
 
 
 def content_text(content: Any) -> str:

@@ -13,7 +13,6 @@ instead of repeating their strings (records.py).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -192,7 +191,7 @@ def peek_jsonl(path: Path, limit: int = 200) -> Iterator[dict]:
             if i >= limit:
                 return
             try:
-                value = json.loads(raw)
+                value = jsonparse.loads(raw)  # json.loads's value, by msgspec where it can
             except ValueError:
                 continue
             if isinstance(value, dict):

@@ -50,11 +50,16 @@ class IdTable:
 
     __slots__ = ("_blob", "_ends", "_slots", "_mask", "_hash", "_memo", "_miss")
 
-    def __init__(self, hash: Callable[[bytes], int] = hash) -> None:
+    def __init__(self, hash: Callable[[bytes], int] = hash, expect: int = 0) -> None:
+        """`expect`: about how many ids will be added (slots for them from the start: each
+        doubling places every row again, ~2 placements a row over a table's life)."""
+        size = 16
+        while size < 2 * min(expect, 1 << 26):
+            size *= 2
         self._blob = bytearray()  # every row's key bytes, back to back
         self._ends = array("Q", [0])  # row r's key is _blob[_ends[r]:_ends[r + 1]]
-        self._slots = array("i", [-1]) * 16  # the row at each probe position, -1 for none
-        self._mask = 15
+        self._slots = array("i", [-1]) * size  # the row at each probe position, -1 for none
+        self._mask = size - 1
         self._hash = hash
         #: the last two ids found or added and their rows (rows never change, so they stay
         #: right): a string compare instead of a probe
@@ -73,7 +78,7 @@ class IdTable:
             return m[1]  # parent is mostly the line before's uuid
         if m[2] == s:
             return m[3]
-        k = key_of(s)
+        k = key_of(s) if len(s) == 36 else _TEXT_TAG + s.encode("utf-8", "surrogatepass")
         n = len(k)
         slots, mask, ends, blob = self._slots, self._mask, self._ends, self._blob
         i = self._hash(k) & mask
@@ -103,7 +108,7 @@ class IdTable:
         if miss[0] == s and miss[3] == mask and slots[miss[2]] < 0:
             k, i = miss[1], miss[2]  # still the empty slot its probe ended on: still absent
         else:
-            k = key_of(s)
+            k = key_of(s) if len(s) == 36 else _TEXT_TAG + s.encode("utf-8", "surrogatepass")
             n = len(k)
             i = self._hash(k) & mask
             while True:
@@ -153,8 +158,8 @@ class IdCounts:
 
     __slots__ = ("_table", "_values")
 
-    def __init__(self, hash: Callable[[bytes], int] = hash) -> None:
-        self._table = IdTable(hash)
+    def __init__(self, hash: Callable[[bytes], int] = hash, expect: int = 0) -> None:
+        self._table = IdTable(hash, expect)
         self._values = array("q")
 
     def __len__(self) -> int:
@@ -180,8 +185,8 @@ class CallTable:
 
     __slots__ = ("_table", "_events", "_names", "_name_list", "_name_pos")
 
-    def __init__(self, hash: Callable[[bytes], int] = hash) -> None:
-        self._table = IdTable(hash)
+    def __init__(self, hash: Callable[[bytes], int] = hash, expect: int = 0) -> None:
+        self._table = IdTable(hash, expect)
         self._events = bytearray()  # 32 raw bytes a row
         self._names = array("I")  # row -> position in _name_list
         self._name_list: list[str] = []
