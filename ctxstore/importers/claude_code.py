@@ -109,9 +109,10 @@ def resume_chain(path: Path) -> ResumeChain | None:
     return chain_of(records(), expect=path.stat().st_size // LINE_BYTES_GUESS)
 
 
-#: bytes a transcript line is taken to have when sizing the uuid table from the file size
-#: (Claude Code lines are ~0.5-3 KB; a guess off either way costs a few slots or one growth)
-LINE_BYTES_GUESS = 1024
+#: bytes a transcript line is taken to have when sizing the id tables from the file size: the
+#: corpus's Claude Code files average 1.96 KB (0.3-4 KB each); a guess too small leaves empty
+#: slots (4-8 bytes an expected line), too large costs one more growth of the table
+LINE_BYTES_GUESS = 2048
 
 
 def chain_of(records: Iterable[Any], expect: int = 0) -> ResumeChain | None:
@@ -243,7 +244,7 @@ class _Entry:
 
 class _Index:
     """uuid -> _Entry of the lines placed so far, held in arrays by row of an IdTable (the
-    resume chain's, when there is one): ~110 bytes a line with the uuid itself instead of
+    resume chain's, when there is one): ~120 bytes a line with the uuid itself instead of
     ~290 plus a ~90-byte string, since a file's every line stays in it until the file is done.
     `get` hands out a new _Entry each time, so a changed one is stored back (`index[uuid] =
     ent`, as `_mark` does)."""
