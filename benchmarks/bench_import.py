@@ -8,7 +8,11 @@ over the interpreter baseline, and store bytes / raw bytes.
 The generated file repeats the genuine 2.0.42 transcript with fresh uuids, tool ids and
 message ids and a per-copy prefix on every text, so content addressing cannot dedupe copies.
 
-    python -m benchmarks.bench_import [--quick]
+    python -m benchmarks.bench_import [--quick]     # --help: this text
+
+The corpus (and the seed transcript the generator repeats) is `$CTXSTORE_CORPUS`, else
+`../shared/corpus/sessions` beside the repository root; set the variable when running from a
+copy placed elsewhere.
 
 Issue 19's rows: lines/s of the large file against its parse floor (read + json.loads, same
 run), peak RSS of the large import over that of a file a quarter its size, and the corpus store

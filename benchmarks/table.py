@@ -38,5 +38,9 @@ def print_rows(rows: list[dict], title: str | None = None) -> None:
 
 def run_and_print(run, title: str | None = None) -> None:
     """What a benchmark module's main() does: run (`--quick` on the command line selects the
-    smaller sizes) and print the rows as one table."""
+    smaller sizes) and print the rows as one table. `-h`/`--help` prints the benchmark
+    module's docstring (its command, flags and what each row measures) instead of running."""
+    if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
+        print((sys.modules[run.__module__].__doc__ or "").strip())
+        return
     print_rows(run(quick="--quick" in sys.argv), title)
