@@ -149,14 +149,23 @@ def test_demo_in_found_store_is_deterministic(tmp_path):
     assert c2.json("demo")["session"] == first["session"]  # same inputs, same ids
 
 
-def test_demo_without_store_uses_temporary_one(tmp_path):
+def test_demo_without_store_uses_temporary_one(tmp_path, monkeypatch):
+    import tempfile
+
     from click.testing import CliRunner
 
     from ctxstore.cli.main import cli
 
+    # the temporary store goes where tempfile puts it: here, not the machine's /tmp (every run
+    # of the suite left a ctx-demo-* store there)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CTX_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     res = CliRunner().invoke(cli, ["demo"])
     assert res.exit_code == 0, res.output
     assert "using a new temporary store at" in res.stdout
+    made = list(tmp_path.glob("ctx-demo-*"))
+    assert len(made) == 1 and str(made[0]) in res.stdout
 
 
 def test_large_artifact_is_chunked_and_streams_back(ctx, tmp_path):
