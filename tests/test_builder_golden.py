@@ -30,6 +30,31 @@ class Chars:
         return len(text)
 
 
+class Words:
+    """One token per word: the truncation marker (15 words) is cheaper than the 32 tokens the
+    first cut leaves for it."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+class Halves:
+    """Two characters a token: the marker (about 40) costs a little more than those 32."""
+
+    name = "halves"
+
+    def count(self, text: str) -> int:
+        return (len(text) + 1) // 2
+
+
+def _rules(unit: str, n: int) -> list[Segment]:
+    return [Segment("system", text=unit * n, sources=("arg:system",)),
+            Segment("current_request", text="now do it", order=9, group="g", sources=("g",)),
+            Segment("goal", text="ship it", sources=("goal",))]
+
+
 def _history(turns: int, pairs: int, size: int) -> list[Segment]:
     out = []
     for t in range(turns):
@@ -115,6 +140,13 @@ SCENARIOS = {
     # so small that little more than the marker is left
     "truncates_to_marker": dict(cands=lambda: _p0(2_000) + _history(1, 1, 10), budget=150,
                                 truncate_system=True),
+    # other tokenizers: the first cut leaves room (words), or the search must step (halves)
+    "truncates_words": dict(cands=lambda: _rules("rule ", 1_000), budget=300,
+                            truncate_system=True, tokenizer=Words),
+    "truncates_words_to_marker": dict(cands=lambda: _rules("rule ", 1_000), budget=30,
+                                      truncate_system=True, tokenizer=Words),
+    "truncates_halves": dict(cands=lambda: _rules("x", 1_000), budget=50,
+                             truncate_system=True, tokenizer=Halves),
 }
 
 
@@ -137,8 +169,9 @@ def _bundle_dict(b) -> dict:
 
 def _run(name: str) -> dict:
     sc = SCENARIOS[name]
-    kw = {k: v for k, v in sc.items() if k not in ("cands", "budget")}
-    b = build_context(STATE, sc["cands"](), sc["budget"], tokenizer=Chars(), **kw)
+    kw = {k: v for k, v in sc.items() if k not in ("cands", "budget", "tokenizer")}
+    tok = sc.get("tokenizer", Chars)()
+    b = build_context(STATE, sc["cands"](), sc["budget"], tokenizer=tok, **kw)
     assert b.used_tokens <= sc["budget"] - kw.get("reserved_output", 0)
     return _bundle_dict(b)
 

@@ -90,18 +90,19 @@ class _Fit:
             if c.tool_call_id and c.section == 2:
                 self.units[c.tool_call_id].append(i)
         for members in self.units.values():
-            if len(members) > 1 and any(self.tier[i] == 0 for i in members):
+            if any(self.tier[i] == 0 for i in members):
                 for i in members:
                     self.tier[i] = 0
         self.total = sum(self.tokens)
-        self.p0 = sum(t for t, tier in zip(self.tokens, self.tier, strict=True) if tier == 0)
+        self.p0 = sum(self.tokens[i] for i, tier in enumerate(self.tier) if tier == 0)
         self.dropped: dict[int, str] = {}
         self.trimmed: dict[int, tuple[str, int, str]] = {}
 
         self.drop_seq: list[int] = []  # drop order, for the refill
-        self.phase = ""  # the eviction step dropping now: "turn" drops by position
+        self.phase: str  # the eviction step dropping now (set by _evict): "turn" drops by age
         self.phase_of: dict[int, str] = {}
         self.notes: dict[int, str] = {}  # kept segments whose reason needs more words
+        self.cuts: dict[int, list[int]] = {}  # a cut turn's request -> what the cut dropped
 
     def over(self) -> bool:
         return self.total > self.available
@@ -128,7 +129,10 @@ class _Fit:
                 self.drop(j, f"dropped: with its tool pair ({tcid})")
 
     def trim(self, i: int, reason: str) -> None:
-        if i in self.dropped or i in self.trimmed or self.tier[i] == 0:
+        """Cut segment i to a preview if that makes it smaller. Called by `_evict`'s step of
+        its kind (trimmable, so section 1: never P0, never in a unit), which an eviction order
+        may name twice."""
+        if i in self.dropped:  # an earlier step of the same kind dropped it
             return
         text = preview(self.cands[i].text, self.tokens[i])
         n = self.tok.count(text)
@@ -164,8 +168,8 @@ def _evict(fit: _Fit, order: tuple[str, ...]) -> None:
             if not fit.over():
                 return
     fit.phase = "fallback"
-    if fit.over():  # kinds the order leaves out: lowest tier first, oldest first
-        rest = sorted((i for i in range(len(fit.cands)) if fit.tier[i] != 0 and i not in fit.dropped),
+    if fit.over():  # kinds the order leaves out: lowest tier first, oldest first (drop skips P0)
+        rest = sorted((i for i in range(len(fit.cands)) if i not in fit.dropped),
                       key=lambda i: (-fit.tier[i], fit.cands[i].order, i))
         for i in rest:
             c = fit.cands[i]
@@ -182,17 +186,10 @@ def _evict_turns(fit: _Fit, turn_idxs: Iterable[int], step: int) -> None:
     for i, c in enumerate(fit.cands):
         if c.section == 2 and fit.tier[i] != 0:
             members[c.group or f"#{i}"].append(i)
-    groups: list[str] = []
-    seen: set[str] = set()
-    for i in turn_idxs:  # already sorted oldest first
-        g = fit.cands[i].group or f"#{i}"
-        if g not in seen:
-            seen.add(g)
-            groups.append(g)
-    for g in [c.group for c in fit.cands if c.kind == "current_request" and c.group]:
-        if g not in seen and members.get(g):  # the current turn's pairs, after the older turns
-            seen.add(g)
-            groups.append(g)
+    groups = dict.fromkeys(fit.cands[i].group or f"#{i}" for i in turn_idxs)  # oldest first
+    for c in fit.cands:  # then the current turn's pairs (of any conversation kind)
+        if c.kind == "current_request":
+            groups.setdefault(c.group)  # a group with no members is a no-op below
     why = f"dropped: over budget, whole turn evicted by order step {step} (turn)"
     for g in groups:
         live = [i for i in sorted(members[g], key=lambda i: (fit.cands[i].order, i))
@@ -201,9 +198,8 @@ def _evict_turns(fit: _Fit, turn_idxs: Iterable[int], step: int) -> None:
             for i in live:
                 fit.drop(i, why)
             continue
-        _cut_turn(fit, g, live, step)
-        if not fit.over():
-            return
+        _cut_turn(fit, g, live, step)  # dropping all of `live` fits, so the cut always does
+        return
 
 
 def _cut_turn(fit: _Fit, group: str, live: list[int], step: int) -> None:
@@ -213,26 +209,34 @@ def _cut_turn(fit: _Fit, group: str, live: list[int], step: int) -> None:
     req_idx = next((i for i, c in enumerate(fit.cands) if c.group == group
                     and c.kind == "current_request"), request)
     rest = [i for i in live if i != request]
-    gone: list[int] = []
+    start = len(fit.drop_seq)
     why = (f"dropped: over budget, an older part of turn {group[:12]} evicted by order step "
            f"{step} (turn); its request and newest pairs are kept")
     for i in rest:
         if not fit.over():
             break
-        if i not in fit.dropped:
-            fit.drop(i, why)
-            gone.append(i)
+        fit.drop(i, why)  # a no-op for the other half of a pair dropped already
     if fit.over() and request is not None:
         fit.drop(request, why)
     if all(i in fit.dropped for i in live):
         for i in live:
             fit.dropped[i] = f"dropped: over budget, whole turn evicted by order step {step} (turn)"
         return
-    if gone and req_idx is not None:
-        pairs = sum(1 for i in gone if fit.cands[i].tool_call_id)
-        fit.notes[req_idx] = (f"its turn was cut to fit: {len(gone)} older segment(s) "
-                              f"({pairs} tool pair(s), {sum(fit.tokens[i] for i in gone):,} tokens) "
-                              f"dropped, the newest kept")
+    if req_idx is not None:  # the request's reason says what went, once the refill is done
+        fit.cuts[req_idx] = fit.drop_seq[start:]
+
+
+def _note_cuts(fit: _Fit) -> None:
+    """Tell in a cut turn's request what its cut dropped and the refill did not bring back
+    (with both halves of a pair given as two segments)."""
+    for req_idx, cut in fit.cuts.items():
+        gone = [i for i in cut if i in fit.dropped]
+        if gone:
+            pairs = len({fit.cands[i].tool_call_id for i in gone} - {""})
+            fit.notes[req_idx] = (f"its turn was cut to fit: {len(gone)} older segment(s) "
+                                  f"({pairs} tool pair(s), "
+                                  f"{sum(fit.tokens[i] for i in gone):,} tokens) dropped, "
+                                  f"the newest kept")
 
 
 def _refill(fit: _Fit) -> None:
@@ -243,12 +247,10 @@ def _refill(fit: _Fit) -> None:
     drops by age, not importance: an older pair may come back where a newer, bigger one
     did not fit."""
     for i in reversed(fit.drop_seq):
-        if i not in fit.dropped or fit.tier[i] == 0:
+        if i not in fit.dropped:  # refilled already, with its unit
             continue
         unit = [j for j in fit.unit(i) if j in fit.dropped]
         room = fit.available - fit.total
-        if room <= 0:
-            return
         full = sum(fit.cost(j) for j in unit)
         if full <= room:
             for j in unit:
@@ -261,7 +263,7 @@ def _refill(fit: _Fit) -> None:
                 and i not in fit.trimmed:
             text = preview(c.text, fit.tokens[i])
             n = fit.tok.count(text)
-            if n <= room and n < fit.tokens[i]:
+            if n <= room:  # so n < tokens: the whole (tokens) did not fit the room
                 del fit.dropped[i]
                 fit.trimmed[i] = (text, n, "trimmed: refilled as a preview, the whole segment "
                                            "does not fit")
@@ -323,10 +325,13 @@ def _decided(c: Segment, **changes) -> Segment:
     return seg
 
 
+#: Rank inside a section: instructions in _SECTION0_RANK order, the state in STATE_KIND_RANK
+#: order; conversation kinds share rank 0 (their `order`, the event order, decides).
+_MODEL_RANK = {k: 0 for k in KIND_TIERS} | _SECTION0_RANK | STATE_KIND_RANK
+
+
 def _model_key(c: Segment, i: int) -> tuple:
-    sec = c.section
-    rank = _SECTION0_RANK.get(c.kind, 0) if sec == 0 else STATE_KIND_RANK.get(c.kind, 0) if sec == 1 else 0
-    return (sec, rank, c.order, i)
+    return (c.section, _MODEL_RANK[c.kind], c.order, i)
 
 
 def build_context(state, candidates: Iterable[Segment], budget: int,
@@ -345,7 +350,7 @@ def build_context(state, candidates: Iterable[Segment], budget: int,
     cands = list(candidates)
     available = budget - reserved_output
     fit = _Fit(cands, tok, available)
-    if fit.p0 > available and truncate_system:
+    if truncate_system:  # a no-op when P0 fits
         _truncate_system(fit)
     if fit.p0 > available:
         big = _p0_breakdown(fit)
@@ -360,6 +365,7 @@ def build_context(state, candidates: Iterable[Segment], budget: int,
             reserved_output=reserved_output, tokenizer=tok.name)
     _evict(fit, order)
     _refill(fit)
+    _note_cuts(fit)
 
     out: list[Segment] = []
     by_tier: dict[str, dict[str, int]] = {}
@@ -368,18 +374,19 @@ def build_context(state, candidates: Iterable[Segment], budget: int,
     for i in sorted(range(len(cands)), key=lambda i: _model_key(cands[i], i)):
         c, tier = cands[i], fit.tier[i]
         if i in fit.dropped:
-            seg = _decided(c, tier=tier, text="", messages=(), tokens=fit.tokens[i], kept=False,
-                          trimmed=False, reason=fit.dropped[i])
+            decision = dict(text="", messages=(), tokens=fit.tokens[i], kept=False,
+                            trimmed=False, reason=fit.dropped[i])
         elif i in fit.trimmed:
             text, n, why = fit.trimmed[i]
-            seg = _decided(c, tier=tier, text=text, tokens=n, kept=True, trimmed=True, reason=why)
+            decision = dict(text=text, tokens=n, kept=True, trimmed=True, reason=why)
         else:
             why = (f"P0: {P0_LABELS.get(c.kind, c.kind)}, never dropped" if tier == 0
                    else f"kept: {TIER_NAMES[tier]} {c.kind} within budget")
             if i in fit.notes:
                 why = f"{why}; {fit.notes[i]}" if tier == 0 or fit.notes[i][:5] != "kept:" \
                     else fit.notes[i]
-            seg = _decided(c, tier=tier, tokens=fit.tokens[i], kept=True, trimmed=False, reason=why)
+            decision = dict(tokens=fit.tokens[i], kept=True, trimmed=False, reason=why)
+        seg = _decided(c, tier=tier, **decision)
         out.append(seg)
         if seg.kept:
             used += seg.tokens
