@@ -370,3 +370,6 @@ def test_decided_segments_fed_back_are_decided_again():
     assert not s["big"].kept and not s["big"].trimmed
     assert not s["chat"].kept and not s["chat"].trimmed
     assert s["small"].kept and not s["small"].trimmed and s["small"].text == "s" * 10
+    roomy = by_source(build_context(None, carried, 10_000, tokenizer=TOK))
+    assert roomy["big"].kept and not roomy["big"].trimmed and roomy["big"].text == "f" * 2_000
+    assert roomy["big"].reason == "kept: P2 fact within budget"
