@@ -148,12 +148,14 @@ def _tally(verdicts: dict[str, str], modules: list[str]) -> dict[str, Counter]:
 def _functions(path: Path) -> dict[str, str]:
     """Source of every function in a mutmut-trampolined module, by (Class.)name."""
     src = path.read_text(encoding="utf-8")
-    out: dict[str, str] = {}
+    lines = src.splitlines(keepends=True)  # once: ast.get_source_segment splits per call,
+    out: dict[str, str] = {}               # minutes for a module of 1,000 mutants
 
     def visit(nodes, prefix):
         for n in nodes:
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out[prefix + n.name] = ast.get_source_segment(src, n) or ""
+                body = [lines[n.lineno - 1][n.col_offset:], *lines[n.lineno:n.end_lineno]]
+                out[prefix + n.name] = "".join(body).rstrip("\n")
             elif isinstance(n, ast.ClassDef):
                 visit(n.body, prefix + n.name + ".")
 
