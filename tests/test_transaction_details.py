@@ -761,6 +761,22 @@ def test_event_defaults_and_session_marks_of_stored_events(repo, session):
     assert repo.session_marks.get(marked) == sid
 
 
+def test_a_ref_moved_twice_in_one_transaction_expects_what_it_held_first(repo, session):
+    """The second set_ref of a ref in one transaction keeps the first one's expectation: the
+    commit checks the value the ref held before the transaction, and logs one move from it."""
+    sid, root, main = session
+    e1 = ps.append(repo, *_prompt("one"))
+    e2 = ps.append(repo, *_prompt("two"))
+    b = branch_ref(sid, "b")
+    with repo.transaction() as tx:
+        tx.set_ref(b, root, expected=None)
+    with repo.transaction() as tx:
+        tx.set_ref(b, e1)
+        tx.set_ref(b, e2)
+    assert repo.refs.read(b) == e2
+    assert [(x.old, x.new) for x in repo.refs.reflog(b)] == [(None, root), (root, e2)]
+
+
 def test_ref_moves_keep_their_first_expectation_and_conflict_with_details(repo, session, tmp_path):
     sid, root, main = session
     e1 = ps.append(repo, *_prompt())
