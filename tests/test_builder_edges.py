@@ -201,6 +201,30 @@ def test_a_turn_whose_prompt_alone_overflows_goes_whole():
     assert b.used_tokens == 3
 
 
+def test_a_current_turn_whose_pairs_must_all_go_is_evicted_whole():
+    """Dropping every pair of the current turn still leaves the bundle over: the pairs go as a
+    whole turn (the P0 request is no part of that sum), then the fallback takes the rest."""
+    cands = [request("r" * 100)] + [pair(f"n{k}", 50, 101 + k, kind="tool_output")
+                                    for k in range(5)]
+    cands.append(Segment("goal", text="g" * 30, sources=("goal",)))
+    b = build_context(None, cands, 129, tokenizer=TOK, eviction_order=("turn",))
+    s = by_source(b)
+    assert [s[f"n{k}"].reason for k in range(5)] == [WHOLE_TURN] * 5
+    assert s["g9"].reason == "P0: current request, never dropped"
+    assert s["goal"].reason.startswith("dropped: over budget, fallback eviction (P1 goal")
+    assert b.used_tokens == 100
+
+
+def test_a_bundle_filling_the_budget_to_the_token_drops_nothing():
+    cands = [request("r" * 10), Segment("fact", text="f" * 40, sources=("fact",)),
+             Segment("chatter", text="c" * 50, order=1, sources=("chat",))]
+    b = build_context(None, cands, 100, tokenizer=TOK)
+    assert [s.reason for s in b.segments] == [
+        "kept: P2 fact within budget", "kept: P3 chatter within budget",
+        "P0: current request, never dropped"]
+    assert b.used_tokens == 100
+
+
 # -- refill ----------------------------------------------------------------------------------
 
 def test_refill_goes_on_through_a_turns_drops_and_takes_exact_fits():

@@ -330,8 +330,8 @@ def _decided(c: Segment, **changes) -> Segment:
 _MODEL_RANK = {k: 0 for k in KIND_TIERS} | _SECTION0_RANK | STATE_KIND_RANK
 
 
-def _model_key(c: Segment, i: int) -> tuple:
-    return (c.section, _MODEL_RANK[c.kind], c.order, i)
+def _model_key(c: Segment) -> tuple:
+    return (c.section, _MODEL_RANK[c.kind], c.order)  # a stable sort: ties keep candidate order
 
 
 def build_context(state, candidates: Iterable[Segment], budget: int,
@@ -371,7 +371,7 @@ def build_context(state, candidates: Iterable[Segment], budget: int,
     by_tier: dict[str, dict[str, int]] = {}
     by_kind: dict[str, dict[str, int]] = {}
     used = 0
-    for i in sorted(range(len(cands)), key=lambda i: _model_key(cands[i], i)):
+    for i in sorted(range(len(cands)), key=lambda i: _model_key(cands[i])):
         c, tier = cands[i], fit.tier[i]
         if i in fit.dropped:
             decision = dict(text="", messages=(), tokens=fit.tokens[i], kept=False,
