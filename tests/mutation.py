@@ -57,7 +57,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_cli_maintenance.py"]),
     "fsck": (["ctxstore/store/fsck.py", "ctxstore/maintenance/fsck.py"],
              ["tests/test_fsck_repo.py", "tests/test_fsck_parallel.py", "tests/test_fsck_oracle.py",
-              "tests/test_fsck_index.py", "tests/test_fsck_batch.py",
+              "tests/test_fsck_index.py", "tests/test_fsck_batch.py", "tests/test_fsck_graph.py",
               "tests/test_store_pack.py"]),
     "transaction": (["ctxstore/repo/transaction.py", "ctxstore/repo/operations.py"],
                     ["tests/test_transaction.py", "tests/test_oplog_machine.py",

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from ctxstore import codec
+from ctxstore.errors import CtxError
 from ctxstore.store import fsck
 from ctxstore.store.packindex import PackIndex, build_index
 from ctxstore.store.packstore import PackStore
@@ -28,9 +29,11 @@ def sealed(tmp_path):
     return tmp_path, path, idx, entries, os.path.getsize(path)
 
 
-def _problems(store_dir):
+def _problems(store_dir, fields=False):
+    """(kind, message) of each problem; with `fields`, also the id, pack and offset it names."""
     with PackStore(store_dir) as s:
-        return [(p.kind, p.message) for p in fsck.verify(s, workers=1)]
+        return [(p.kind, p.message, p.id, p.pack, p.offset) if fields else (p.kind, p.message)
+                for p in fsck.verify(s, workers=1)]
 
 
 def _write(idx, entries, length):
@@ -48,8 +51,9 @@ def test_index_covering_another_length(sealed):
     store_dir, path, idx, entries, length = sealed
     _write(idx, entries, length + 7)
     name = os.path.basename(path)[:-5]
-    assert _problems(store_dir) == [
-        ("index", f"index of pack {name} covers {length + 7} bytes, pack has {length}")]
+    assert _problems(store_dir, fields=True) == [
+        ("index", f"index of pack {name} covers {length + 7} bytes, pack has {length}", None,
+         name, None)]
 
 
 def test_index_naming_a_wrong_offset_or_missing_an_object(sealed):
@@ -60,10 +64,11 @@ def test_index_naming_a_wrong_offset_or_missing_an_object(sealed):
     moved[a] = off_a + 1
     del moved[b]
     _write(idx, moved, length)
-    assert _problems(store_dir) == [
+    assert _problems(store_dir, fields=True) == [
         ("index", f"index of pack {name} names {a.hex()} at offset {off_a + 1}, where the pack "
-                  f"has no such record"),
-        ("index", f"object {b.hex()} in pack {name} at offset {off_b} is missing from its index")]
+                  f"has no such record", a.hex(), name, off_a + 1),
+        ("index", f"object {b.hex()} in pack {name} at offset {off_b} is missing from its index",
+         b.hex(), name, off_b)]
 
 
 def test_index_naming_an_object_the_pack_lacks(sealed):
@@ -83,11 +88,14 @@ def test_index_checksum_and_truncation(sealed):
     data[-1] ^= 1
     with open(idx, "wb") as f:
         f.write(data)
-    assert _problems(store_dir) == [("index", f"index of pack {name}: checksum mismatch")]
+    assert _problems(store_dir, fields=True) == [
+        ("index", f"index of pack {name}: checksum mismatch", None, name, None)]
     with open(idx, "wb") as f:
         f.write(data[:100])
-    ((kind, message),) = [p for p in _problems(store_dir) if p[0] in ("index", "pack")]
+    ((kind, message, oid, pack, offset),) = [p for p in _problems(store_dir, fields=True)
+                                             if p[0] in ("index", "pack")]
     assert message.startswith(f"index of pack {name}: index ") and "truncated" in message
+    assert (kind, oid, pack, offset) == ("index", None, name, None)
 
 
 def test_the_worker_function_verifies_a_run_of_records(tmp_path):
@@ -109,3 +117,59 @@ def test_the_worker_function_verifies_a_run_of_records(tmp_path):
     problems = fsck._verify_chunk(pack.path, False, 8, end)
     assert [(p.kind, p.id, p.offset) for p in problems] == [("checksum", ids[4], off)]
     assert problems[0].message.startswith(f"object {ids[4]} in pack {pack.name} at offset {off}: ")
+
+
+def _dict_store(path):
+    """Sealed packs of events, dictionary-compressed after the first 40, and an active pack;
+    returns (ids, the first sealed pack holding dictionary frames)."""
+    with PackStore(path, seal_size=8192, dict_samples=40) as s:
+        ids = [s.put("value", event(i, "ran the tests, 3 failed " * 4)) for i in range(120)]
+    with PackStore(path) as s:
+        pack = next(p for p in s.packs() if p.sealed and any(
+            _comp(p.path, p.locate(i, bytes.fromhex(i))) == codec.COMP_ZSTD_DICT
+            for i in ids if p.locate(i, bytes.fromhex(i)) >= 0))
+        return ids, pack
+
+
+def _comp(path, off):
+    with open(path, "rb") as f:
+        f.seek(off + 4)  # docs/format.md: the compression byte of a record header
+        return f.read(1)[0]
+
+
+@pytest.mark.parametrize("handed", [False, True], ids=["loads-itself", "handed"])
+def test_a_worker_verifies_sealed_runs_with_the_store_dictionary(tmp_path, handed):
+    """A worker reads dictionary frames whether fsck hands it the dictionaries or it has to
+    load them from the store itself, and names a flipped byte in a sealed pack exactly; a run
+    that starts in the middle of a pack is checked from there on only."""
+    ids, pack = _dict_store(tmp_path)
+    with PackStore(tmp_path) as s:
+        assert len(fsck._dictionaries(s)) == 1
+        dictionaries = fsck._dictionaries(s) if handed else {}
+    victim = next(i for i in ids if pack.locate(i, bytes.fromhex(i)) >= 0
+                  and _comp(pack.path, pack.locate(i, bytes.fromhex(i))) == codec.COMP_ZSTD_DICT)
+    off = pack.locate(victim, bytes.fromhex(victim))
+    fsck._init_worker(str(tmp_path), dictionaries)
+    end = os.path.getsize(pack.path)
+    assert fsck._verify_chunk(pack.path, True, 8, end) == []
+    with open(pack.path, "r+b") as f:
+        f.seek(off + codec.RECORD_HEAD_SIZE + 3)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x20]))
+    problems = fsck._verify_chunk(pack.path, True, 8, end)
+    assert [(p.kind, p.id, p.pack, p.offset) for p in problems] == \
+           [("checksum", victim, pack.name, off)]
+    size = codec.record_span(open(pack.path, "rb").read(), off)[1]
+    assert fsck._verify_chunk(pack.path, True, off + size, end) == []  # the run after it
+
+
+def test_a_worker_never_creates_a_store(tmp_path):
+    """A worker that must load a dictionary from a store that has gone fails; it does not
+    create an empty store where the old one was."""
+    _, pack = _dict_store(tmp_path / "s")
+    gone = tmp_path / "gone"
+    fsck._init_worker(str(gone), {})
+    with pytest.raises(CtxError):
+        fsck._verify_chunk(pack.path, True, 8, os.path.getsize(pack.path))
+    assert not gone.exists()

@@ -1,0 +1,201 @@
+"""Repository fsck (`ctxstore.maintenance.fsck.check`): what the quick pass and the graph walk
+each report, the exact problem each injected fault gives (kind, object, message), how events
+with odd fields are read, and the progress and report a caller sees. Complements
+tests/test_fsck_repo.py, whose faults are each checked by kind and id."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ctxstore.maintenance import fsck as fsck_repo
+from ctxstore.objects import Artifact, Compaction, Event
+from ctxstore.objects.memory import Memory
+from ctxstore.repo import Repository
+from ctxstore.store.pack import PACK_SUFFIX, Pack
+from tests.test_links import build_repo
+
+GHOST = "9" * 64
+
+
+def _ref(repo, info, eid, name="bad"):
+    repo.refs.set_if_equals(f"refs/sessions/{info['session']}/{name}", None, eid)
+
+
+def _event(repo, info, type_, payload=None, causality=None, generation=None, raw=None):
+    """An event on top of the session's main tip, stored as given (`raw` edits its stored
+    form, for fields the Event type would not take), under its own ref."""
+    gen = repo.graph.generation(info["main"]) + 1 if generation is None else generation
+    value = Event(type_, "tool", payload or {}, (info["main"],), gen, "",
+                  causality or {}).to_dict()
+    value.update(raw or {})
+    eid = repo.store.put("event", value)
+    _ref(repo, info, eid, name=f"e{eid[:8]}")
+    return eid
+
+
+def _problems(repo):
+    return [(p.kind, p.id, p.message) for p in fsck_repo.check(repo, full=True).problems]
+
+
+def test_the_quick_pass_does_not_walk_the_graph(tmp_path):
+    repo, info = build_repo(tmp_path)
+    ev = _event(repo, info, "MessageAdded", generation=99)
+    quick = fsck_repo.check(repo)
+    assert quick.problems == [] and quick.full is False and quick.to_dict()["full"] is False
+    full = fsck_repo.check(repo, full=True)
+    expected = repo.graph.generation(info["main"]) + 1
+    assert full.full is True
+    assert [(p.kind, p.id, p.message) for p in full.problems] == [
+        ("generation", ev, f"event {ev} has generation 99, expected {expected}")]
+
+
+def test_progress_counts_records_and_the_walk(tmp_path):
+    repo, _ = build_repo(tmp_path)
+    seen = []
+    report = fsck_repo.check(repo, full=True, progress=lambda *a: seen.append(a))
+    records = [a for a in seen if a[0] == "records"]
+    walk = [a for a in seen if a[0] == "connectivity"]
+    total = len(list(repo.store))
+    assert records[-1] == ("records", total, total) and report.objects == total
+    assert all(type(n) is int and 0 <= n <= t == total for _, n, t in records)
+    assert walk and all(type(n) is int and n > 0 and t == 0 for _, n, t in walk)
+    assert report.notes and report.notes[0].startswith("retrieval index: ")
+    assert report.to_dict()["notes"] == report.notes
+
+
+def test_a_damaged_object_is_damaged_not_also_missing(tmp_path):
+    repo, info = build_repo(tmp_path)
+    repo.store.seal_active()
+    repo.close()
+    packs = tmp_path / ".ctx" / "objects" / "packs"
+    (name,) = [p for p in os.listdir(packs) if p.endswith(PACK_SUFFIX)]
+    pack = Pack(str(packs / name), sealed=True)
+    off = pack.index.find(bytes.fromhex(info["artifact"]))
+    pack.close()
+    data = bytearray((packs / name).read_bytes())
+    data[off + 60] ^= 0xFF
+    (packs / name).write_bytes(bytes(data))
+    repo = Repository.open(tmp_path)
+    graph = [(kind, oid, msg) for kind, oid, msg in _problems(repo) if kind != "checksum"]
+    assert [(kind, oid) for kind, oid, _ in graph] == [("damaged", info["artifact"])]
+    assert graph[0][2].startswith(f"object {info['artifact']} cannot be read: ")
+
+
+def test_refs_naming_nothing_or_no_event(tmp_path):
+    repo, info = build_repo(tmp_path)
+    repo.refs.set_if_equals("refs/sessions/x/ghost", None, GHOST)
+    repo.refs.set_if_equals("refs/sessions/x/blob", None, info["blob"])
+    problems = _problems(repo)
+    assert ("missing", GHOST, f"missing or unreadable object {GHOST} named by a ref or reflog") \
+        in problems
+    assert ("ref", info["blob"], f"ref refs/sessions/x/blob names {info['blob']}, a blob, "
+                                 f"not an event") in problems
+
+
+def test_tool_call_ids_from_causality_or_payload(tmp_path):
+    """A pair is matched by the id in causality, or in the payload when causality has none; a
+    result whose id is not a string names no call."""
+    repo, info = build_repo(tmp_path)
+    a = _event(repo, info, "ToolCallRequested", causality={"tool_call_id": "only_causal"})
+    repo.refs.set_if_equals(f"refs/sessions/{info['session']}/main", info["main"], a)
+    info["main"] = a
+    b = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "only_payload"})
+    info["main"] = b
+    _event(repo, info, "ToolCallFinished", causality={"tool_call_id": "only_causal"},
+           raw={"parents": [b]})
+    _event(repo, info, "ToolCallFinished", payload={"tool_call_id": "only_payload"},
+           raw={"parents": [b]})
+    assert _problems(repo) == []
+    odd = _event(repo, info, "ToolCallFinished", payload={"tool_call_id": 7})
+    assert _problems(repo) == [("tool-pair", odd, f"tool result {odd} names no tool_call_id")]
+
+
+def test_events_with_fields_of_the_wrong_type(tmp_path):
+    """A payload or causality that is not a map reads as empty, a generation that is not an
+    int as -1: each event is checked, none stops the walk."""
+    repo, info = build_repo(tmp_path)
+    expected = repo.graph.generation(info["main"]) + 1
+    listy = _event(repo, info, "ToolCallFinished", raw={"payload": ["x"], "causality": ["y"]})
+    texty = _event(repo, info, "MessageAdded", raw={"generation": "3"})
+    assert sorted(_problems(repo)) == sorted([
+        ("tool-pair", listy, f"tool result {listy} names no tool_call_id"),
+        ("generation", texty, f"event {texty} has generation -1, expected {expected}")])
+
+
+def test_artifact_content_must_be_a_blob_or_chunks(tmp_path):
+    repo, info = build_repo(tmp_path)
+    art = repo.store.put_object(Artifact("tool_output", info["prompt"], 10))
+    _event(repo, info, "ArtifactCreated", causality={"artifact_id": art})
+    assert _problems(repo) == [
+        ("type", art, f"artifact {art} content {info['prompt']} is a event, not a blob or "
+                      f"chunks manifest")]
+
+
+def test_chunks_manifests_are_checked(tmp_path):
+    repo, info = build_repo(tmp_path)
+    blob = repo.store.put_blob(b"abc")
+    bad = repo.store.put("chunks", {"size": 4, "id_of_whole": GHOST, "chunks": [[blob, 3]]})
+    odd = repo.store.put("chunks", {"size": 3, "id_of_whole": GHOST,
+                                    "chunks": [[info["prompt"], 3]]})
+    for manifest in (bad, odd):
+        art = repo.store.put_object(Artifact("tool_output", manifest, 3))
+        _event(repo, info, "ArtifactCreated", causality={"artifact_id": art})
+    problems = [p for p in _problems(repo) if p[0] == "chunks"]
+    assert sorted(problems) == sorted([
+        ("chunks", bad, f"chunks manifest {bad} is malformed"),
+        ("chunks", odd, f"chunks manifest {odd} names {info['prompt']}, a event")])
+
+
+def test_a_memory_breaking_the_rules_is_named(tmp_path):
+    repo, info = build_repo(tmp_path)
+    bad = repo.store.put_object(Memory("project", "/x", "fact", "no sources", ()))
+    _event(repo, info, "MemoryWritten", payload={"memory_id": bad, "scope": "project",
+                                                 "scope_key": "/x"})
+    problems = _problems(repo)
+    assert problems and all(kind == "memory" and oid == bad and msg.startswith(f"memory {bad}: ")
+                            for kind, oid, msg in problems)
+
+
+def test_a_pending_call_summarized_away_is_named(tmp_path):
+    """Invariant 2: a call with no result at the tip must not be among the events a compaction
+    on that branch replaced (the open-call rule reads the events' payload and causality)."""
+    repo, info = build_repo(tmp_path)
+    call = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "c_open"},
+                  causality={"tool_call_id": "c_open"})
+    comp = repo.store.put_object(Compaction(session=info["session"], first_event=call,
+                                            last_event=call, first_kept="",
+                                            source_event_ids=(call,)))
+    tip = repo.store.put("event", Event("CompactionCompleted", "system", {}, (call,),
+                                        repo.graph.generation(call) + 1, "",
+                                        {"compaction_id": comp}).to_dict())
+    main = f"refs/sessions/{info['session']}/main"
+    repo.refs.set_if_equals(main, info["main"], tip)
+    problems = [p for p in _problems(repo) if p[0] == "tool-pair"]
+    assert [(kind, oid) for kind, oid, _ in problems] == [("tool-pair", call)]
+    assert f"pending tool call c_open ({call[:12]}) was summarized away by compaction " \
+           f"{comp[:12]}" in problems[0][2]
+
+
+def test_a_compaction_over_a_line_with_a_missing_event(tmp_path):
+    """The first-parent walk of a compaction range stops at an event the store lacks: the
+    missing event and the range are reported, nothing crashes."""
+    repo, info = build_repo(tmp_path)
+    gen = repo.graph.generation(info["main"]) + 5
+    orphan = repo.store.put("event", Event("MessageAdded", "agent", {}, (GHOST,), gen,
+                                           "").to_dict())
+    comp = repo.store.put_object(Compaction(session=info["session"], first_event=info["prompt"],
+                                            last_event=orphan, first_kept="",
+                                            source_event_ids=(orphan,)))
+    _event(repo, info, "CompactionCompleted", causality={"compaction_id": comp},
+           raw={"parents": [orphan], "generation": gen + 1})
+    kinds = {(kind, oid) for kind, oid, _ in _problems(repo)}
+    assert ("missing", GHOST) in kinds and ("compaction", comp) in kinds
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_report_says_which_pass_ran(tmp_path, full):
+    repo, _ = build_repo(tmp_path)
+    report = fsck_repo.check(repo, full=full)
+    assert report.ok and report.full is full and report.to_dict()["ok"] is True
