@@ -199,3 +199,76 @@ def test_report_says_which_pass_ran(tmp_path, full):
     repo, _ = build_repo(tmp_path)
     report = fsck_repo.check(repo, full=full)
     assert report.ok and report.full is full and report.to_dict()["ok"] is True
+
+
+def test_a_damaged_ref_file_is_one_problem_naming_it(tmp_path):
+    repo, info = build_repo(tmp_path)
+    path = repo.refs.root / "refs" / "sessions" / info["session"] / "alt"
+    path.write_text("not an id\n")
+    problems = fsck_repo.check(repo).problems
+    assert [(p.kind, p.id) for p in problems] == [("ref", None)]
+    assert str(path) in problems[0].message and "not an object id" in problems[0].message
+
+
+def test_a_file_under_refs_that_is_no_ref_is_named(tmp_path):
+    repo, info = build_repo(tmp_path)
+    stray = repo.refs.root / "refs" / "sessions" / info["session"] / "main~"
+    stray.write_text(info["main"] + "\n")
+    (repo.refs.root / "refs" / "sessions" / info["session"] / "alt.lock").write_text("x")
+    problems = [(p.kind, p.message) for p in fsck_repo.check(repo).problems]
+    assert problems == [("ref", f"ref file refs/sessions/{info['session']}/main~ is not a valid "
+                                f"ref (bad name or content)")]
+
+
+def test_a_damaged_reflog_line_is_named(tmp_path):
+    repo, info = build_repo(tmp_path)
+    name = f"refs/sessions/{info['session']}/alt"
+    log = repo.refs.root / "logs" / name
+    with open(log, "a") as f:
+        f.write("garbage line\n")
+    problems = fsck_repo.check(repo).problems
+    assert [(p.kind, p.id) for p in problems] == [("reflog", None)]
+    assert str(log) in problems[0].message and "garbage line" in problems[0].message
+
+
+def test_head_is_a_root_and_a_damaged_head_is_named(tmp_path):
+    repo, info = build_repo(tmp_path)
+    (repo.refs.root / "HEAD").write_text(GHOST + "\n")  # detached at an object that is gone
+    problems = [(p.kind, p.id, p.message) for p in fsck_repo.check(repo).problems]
+    assert problems == [("ref", GHOST, f"HEAD names missing object {GHOST}")]
+    (repo.refs.root / "HEAD").write_text("nonsense\n")
+    problems = [(p.kind, p.id) for p in fsck_repo.check(repo).problems]
+    messages = [p.message for p in fsck_repo.check(repo).problems]
+    assert problems == [("ref", None)] and messages[0].startswith("HEAD: ")
+
+
+def test_a_store_without_packs_is_rehashed(tmp_path):
+    """A repository over another store (here in memory) has each object re-hashed: a body
+    that does not hash to its id is named, and every object is counted."""
+    repo = Repository.memory()
+    ids = [repo.store.put("value", {"n": i}) for i in range(3)]
+    report = fsck_repo.check(repo)
+    assert report.ok and report.objects == 3
+    repo.store._objects[ids[1]] = ("value", b"\x01")
+    report = fsck_repo.check(repo)
+    assert report.objects == 3
+    assert [(p.kind, p.id, p.message) for p in report.problems] == [
+        ("hash", ids[1], f"object {ids[1]} does not hash to its id")]
+
+
+def test_store_problems_keep_their_messages(tmp_path):
+    repo, info = build_repo(tmp_path)
+    repo.store.seal_active()
+    repo.close()
+    packs = tmp_path / ".ctx" / "objects" / "packs"
+    (name,) = [p for p in os.listdir(packs) if p.endswith(PACK_SUFFIX)]
+    pack = Pack(str(packs / name), sealed=True)
+    off = pack.index.find(bytes.fromhex(info["blob"]))
+    pack.close()
+    data = bytearray((packs / name).read_bytes())
+    data[off + 60] ^= 0xFF
+    (packs / name).write_bytes(bytes(data))
+    problems = fsck_repo.check(Repository.open(tmp_path)).problems
+    assert [(p.kind, p.id, p.message) for p in problems] == [
+        ("checksum", info["blob"], f"object {info['blob']} in pack {name[:-5]} at offset {off}: "
+                                   f"checksum mismatch in object {info['blob']} at offset {off}")]
