@@ -17,6 +17,7 @@ import pytest
 import zstandard
 
 from ctxstore import codec
+from ctxstore.store import fsck
 from ctxstore.store.packstore import PackStore
 from tests.test_fsck_parallel import _flip, _verify
 from tests.test_store_pack import _record_offset, event
@@ -224,3 +225,24 @@ def test_every_kind_of_bad_record_matches_the_oracle(tmp_path, workers):
 def test_is_canonical_edge_cases(body, canonical):
     """The C round trip (ormsgpack) accepts only what the reference accepts."""
     assert codec.is_canonical(body) is canonical
+
+
+@pytest.mark.parametrize("workers", [None, 1, 2])
+def test_verify_in_this_process_names_the_same_problems(tmp_path, workers):
+    """`verify` called directly (workers=None: its own choice; 2: a pool of forked workers
+    where this process has one thread, else the same checks here): the oracle's problems in
+    pack order, and progress that ends at the number of records."""
+    ids = _store(tmp_path, seal=True)
+    _damage(tmp_path, ids)
+    expected = oracle(tmp_path)
+    seen = []
+    with PackStore(tmp_path) as s:
+        total = sum(p.count() for p in s.packs())
+        problems = [(p.kind, p.id, p.pack, p.offset)
+                    for p in fsck.verify(s, progress=seen.append, workers=workers)]
+    records = [p for p in problems if p[0] != "index"]
+    assert sorted(records) == sorted(expected) and len(expected) == 7
+    for pack in {p[2] for p in records}:  # within a pack, by offset
+        offsets = [p[3] for p in records if p[2] == pack]
+        assert offsets == sorted(offsets)
+    assert seen[-1] == total and seen == sorted(seen)
