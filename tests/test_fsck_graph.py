@@ -80,7 +80,9 @@ def test_a_damaged_object_is_damaged_not_also_missing(tmp_path):
     repo = Repository.open(tmp_path)
     graph = [(kind, oid, msg) for kind, oid, msg in _problems(repo) if kind != "checksum"]
     assert [(kind, oid) for kind, oid, _ in graph] == [("damaged", info["artifact"])]
-    assert graph[0][2].startswith(f"object {info['artifact']} cannot be read: ")
+    art = info["artifact"]
+    assert graph[0][2] == f"object {art} cannot be read: object {art} in pack {name[:-5]} at " \
+                          f"offset {off}: checksum mismatch in object {art} at offset {off}"
 
 
 def test_refs_naming_nothing_or_no_event(tmp_path):
@@ -156,6 +158,17 @@ def test_a_memory_breaking_the_rules_is_named(tmp_path):
     problems = _problems(repo)
     assert problems and all(kind == "memory" and oid == bad and msg.startswith(f"memory {bad}: ")
                             for kind, oid, msg in problems)
+    assert f"memory {bad}: no source refs (invariant 10: a memory names the events, messages " \
+           f"or artifacts it came from)" in [msg for *_, msg in problems]
+
+
+def test_a_memory_that_is_no_memory_is_named(tmp_path):
+    repo, info = build_repo(tmp_path)
+    junk = repo.store.put("memory", {"scope": "global"})  # fields missing: not a Memory
+    _event(repo, info, "MemoryWritten", payload={"memory_id": junk})
+    ((kind, oid, msg),) = _problems(repo)
+    assert (kind, oid) == ("memory", junk) and msg.startswith(f"memory {junk}: ")
+    assert len(msg) > len(f"memory {junk}: None")
 
 
 def test_a_pending_call_summarized_away_is_named(tmp_path):
@@ -174,8 +187,47 @@ def test_a_pending_call_summarized_away_is_named(tmp_path):
     repo.refs.set_if_equals(main, info["main"], tip)
     problems = [p for p in _problems(repo) if p[0] == "tool-pair"]
     assert [(kind, oid) for kind, oid, _ in problems] == [("tool-pair", call)]
-    assert f"pending tool call c_open ({call[:12]}) was summarized away by compaction " \
-           f"{comp[:12]}" in problems[0][2]
+    assert problems[0][2] == f"refs/sessions/{info['session']}/main: pending tool call c_open " \
+                             f"({call[:12]}) was summarized away by compaction {comp[:12]}"
+
+
+def _pending_setup(repo, info):
+    """The session's main tip: a compaction that replaced a call still pending there."""
+    call = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "c_open"},
+                  causality={"tool_call_id": "c_open"})
+    comp = repo.store.put_object(Compaction(session=info["session"], first_event=call,
+                                            last_event=call, first_kept="",
+                                            source_event_ids=(call,)))
+    tip = repo.store.put("event", Event("CompactionCompleted", "system", {}, (call,),
+                                        repo.graph.generation(call) + 1, "",
+                                        {"compaction_id": comp}).to_dict())
+    repo.refs.set_if_equals(f"refs/sessions/{info['session']}/main", info["main"], tip)
+    return call, comp, tip
+
+
+def test_a_pending_call_is_checked_once_per_tip_whatever_other_refs_exist(tmp_path):
+    """Refs outside refs/sessions/ (sorted before it) do not stop the check, and two branches
+    at the same tip give one problem, not two."""
+    repo, info = build_repo(tmp_path)
+    call, _, tip = _pending_setup(repo, info)
+    repo.refs.set_if_equals("refs/archive/old", None, info["main"])
+    repo.refs.set_if_equals(f"refs/sessions/{info['session']}/same", None, tip)
+    assert [(k, oid) for k, oid, _ in _problems(repo) if k == "tool-pair"] == \
+           [("tool-pair", call)]
+
+
+def test_only_a_completed_compaction_replaces_events(tmp_path):
+    repo, info = build_repo(tmp_path)
+    call = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "c_open"},
+                  causality={"tool_call_id": "c_open"})
+    comp = repo.store.put_object(Compaction(session=info["session"], first_event=call,
+                                            last_event=call, first_kept="",
+                                            source_event_ids=(call,)))
+    tip = repo.store.put("event", Event("CompactionProposed", "system", {}, (call,),
+                                        repo.graph.generation(call) + 1, "",
+                                        {"compaction_id": comp}).to_dict())
+    repo.refs.set_if_equals(f"refs/sessions/{info['session']}/main", info["main"], tip)
+    assert [p for p in _problems(repo) if p[0] == "tool-pair"] == []
 
 
 def test_a_compaction_over_a_line_with_a_missing_event(tmp_path):
@@ -272,3 +324,51 @@ def test_store_problems_keep_their_messages(tmp_path):
     assert [(p.kind, p.id, p.message) for p in problems] == [
         ("checksum", info["blob"], f"object {info['blob']} in pack {name[:-5]} at offset {off}: "
                                    f"checksum mismatch in object {info['blob']} at offset {off}")]
+
+
+def test_report_as_json_names_its_fields(tmp_path):
+    repo, info = build_repo(tmp_path)
+    ev = _event(repo, info, "MessageAdded", generation=99)
+    out = fsck_repo.check(repo, full=True).to_dict()
+    assert out["ok"] is False and out["objects"] == len(list(repo.store))
+    assert [p["id"] for p in out["problems"]] == [ev] and out["problems"][0]["kind"] == \
+        "generation"
+
+
+def test_an_event_whose_parent_is_no_event(tmp_path):
+    repo, info = build_repo(tmp_path)
+    ev = _event(repo, info, "MessageAdded", raw={"parents": [info["blob"]], "generation": 1})
+    assert _problems(repo) == [
+        ("type", ev, f"event {ev} has parent {info['blob']}, a blob, not an event")]
+
+
+def test_a_result_without_a_request_is_named(tmp_path):
+    """Only a ToolCallRequested opens a call: an earlier event of another type with the same
+    tool_call_id does not."""
+    repo, info = build_repo(tmp_path)
+    asked = _event(repo, info, "PermissionRequested", causality={"tool_call_id": "c_x"})
+    info["main"] = asked
+    res = _event(repo, info, "ToolCallFinished", causality={"tool_call_id": "c_x"})
+    assert _problems(repo) == [
+        ("tool-pair", res, f"tool result {res} (c_x) has no earlier ToolCallRequested")]
+
+
+def test_a_compaction_that_replaced_nothing_may_have_no_range(tmp_path):
+    """No range and no sources: a compaction the source recorded without replacing anything.
+    Sources with no range, or half a range, are problems."""
+    repo, info = build_repo(tmp_path)
+    empty = repo.store.put_object(Compaction(session=info["session"], first_event="",
+                                             last_event="", first_kept=""))
+    _event(repo, info, "CompactionCompleted", causality={"compaction_id": empty})
+    assert _problems(repo) == []
+    sourced = repo.store.put_object(Compaction(session=info["session"], first_event="",
+                                               last_event="", first_kept="",
+                                               source_event_ids=(info["prompt"],)))
+    half = repo.store.put_object(Compaction(session=info["session"], first_event="",
+                                            last_event=info["prompt"], first_kept=""))
+    for comp in (sourced, half):
+        _event(repo, info, "CompactionCompleted", causality={"compaction_id": comp})
+    assert sorted(_problems(repo)) == sorted([
+        ("compaction", sourced, f"compaction {sourced}: first_event '' is not a stored event"),
+        ("compaction", sourced, f"compaction {sourced}: last_event '' is not a stored event"),
+        ("compaction", half, f"compaction {half}: first_event '' is not a stored event")])
