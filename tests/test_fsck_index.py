@@ -173,3 +173,59 @@ def test_a_worker_never_creates_a_store(tmp_path):
     with pytest.raises(CtxError):
         fsck._verify_chunk(pack.path, True, 8, os.path.getsize(pack.path))
     assert not gone.exists()
+
+
+@pytest.fixture
+def active(tmp_path):
+    """(store dir, an active .pack, its .pidx path, the entries it should list, pack length)."""
+    with PackStore(tmp_path, dict_samples=0) as s:
+        put_events(s, 30)
+    with PackStore(tmp_path) as s:
+        pack = next(p for p in s.packs() if not p.sealed)
+        path = pack.path
+        entries = {bytes.fromhex(i): pack.locate(i, bytes.fromhex(i)) for i in pack.ids()}
+    return tmp_path, path, path[:-len(".pack")] + ".pidx", entries, os.path.getsize(path)
+
+
+def test_partial_index_damage_is_named(active):
+    """An active pack's .pidx (docs/format.md "Partial indexes"): readers ignore a bad one, but
+    fsck names each way it can be wrong, with the pack."""
+    store_dir, path, pidx, entries, length = active
+    name = os.path.basename(path)[:-5]
+    _write(pidx, entries, length)
+    assert _problems(store_dir) == []
+    data = bytearray(build_index(list(entries.items()), length))
+    data[-1] ^= 1
+    with open(pidx, "wb") as f:
+        f.write(data)
+    assert _problems(store_dir, fields=True) == [
+        ("index", f"partial index of pack {name}: checksum mismatch", None, name, None)]
+    _write(pidx, entries, length + 7)
+    assert _problems(store_dir, fields=True) == [
+        ("index", f"partial index of pack {name} covers {length + 7} bytes, pack has {length}",
+         None, name, None)]
+    (a, off_a), (b, off_b) = sorted(entries.items())[:2]
+    moved = dict(entries)
+    moved[a] = off_a + 1
+    del moved[b]
+    _write(pidx, moved, length)
+    assert _problems(store_dir, fields=True) == [
+        ("index", f"partial index of pack {name} names {a.hex()} at offset {off_a + 1}, where "
+                  f"the pack has no such record", a.hex(), name, off_a + 1),
+        ("index", f"object {b.hex()} in pack {name} at offset {off_b} is missing from its "
+                  f"partial index", b.hex(), name, off_b)]
+    with open(pidx, "wb") as f:
+        f.write(data[:100])
+    ((kind, message, oid, pack, offset),) = _problems(store_dir, fields=True)
+    assert message.startswith(f"partial index of pack {name}: ")
+    assert (kind, oid, pack, offset) == ("index", None, name, None)
+
+
+def test_a_partial_index_covering_part_of_the_pack_lists_just_that_part(active):
+    store_dir, path, pidx, entries, length = active
+    first = sorted(entries.values())[:10]
+    end = sorted(entries.values())[10]
+    _write(pidx, {raw: off for raw, off in entries.items() if off in first}, end)
+    assert _problems(store_dir) == []
+    os.remove(pidx)
+    assert _problems(store_dir) == []  # no partial index: nothing to check
