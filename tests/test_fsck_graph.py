@@ -372,3 +372,49 @@ def test_a_compaction_that_replaced_nothing_may_have_no_range(tmp_path):
         ("compaction", sourced, f"compaction {sourced}: first_event '' is not a stored event"),
         ("compaction", sourced, f"compaction {sourced}: last_event '' is not a stored event"),
         ("compaction", half, f"compaction {half}: first_event '' is not a stored event")])
+
+
+def _compaction_event(repo, info, **fields):
+    comp = repo.store.put_object(Compaction(session=info["session"], **fields))
+    _event(repo, info, "CompactionCompleted", causality={"compaction_id": comp})
+    return comp
+
+
+def test_compaction_ranges_each_fault_in_words(tmp_path):
+    """Every compaction is checked (a bad one does not stop the others), each fault with the
+    words that say what is wrong."""
+    repo, info = build_repo(tmp_path)
+    long = "x" * 80
+    absent = _compaction_event(repo, info, first_event=long, last_event=info["prompt"],
+                               first_kept="", source_event_ids=(GHOST,))
+    apart = _compaction_event(repo, info, first_event=info["result"], last_event=info["prompt"],
+                              first_kept="")
+    kept_off = _compaction_event(repo, info, first_event=info["prompt"],
+                                 last_event=info["result"], first_kept=info["call"])
+    kept_last = _compaction_event(repo, info, first_event=info["prompt"],
+                                  last_event=info["result"], first_kept=info["result"])
+    p, r = info["prompt"], info["result"]
+    kept = info["call"]
+    expected = [
+        ("compaction", absent, f"compaction {absent}: first_event {'x' * 64!r} is not a stored "
+                               f"event"),
+        ("compaction", absent, f"compaction {absent}: source event {GHOST} is not a stored "
+                               f"event"),
+        ("compaction", apart, f"compaction {apart}: first_event {r[:12]} is not on last_event "
+                              f"{p[:12]}'s first-parent line"),
+        ("compaction", kept_off, f"compaction {kept_off}: first_kept {kept[:12]}'s first-parent "
+                                 f"chain does not reach last_event {r[:12]}"),
+        ("compaction", kept_last, f"compaction {kept_last}: first_kept {r[:12]}'s first-parent "
+                                  f"chain does not reach last_event {r[:12]}")]
+    problems = [x for x in _problems(repo) if x[0] == "compaction"]
+    assert sorted(problems) == sorted(expected)
+
+
+def test_a_chunked_artifact_with_blob_chunks_is_clean(tmp_path):
+    repo, info = build_repo(tmp_path)
+    a, b = repo.store.put_blob(b"abc"), repo.store.put_blob(b"de")
+    manifest = repo.store.put("chunks", {"size": 5, "id_of_whole": GHOST,
+                                         "chunks": [[a, 3], [b, 2]]})
+    art = repo.store.put_object(Artifact("tool_output", manifest, 5))
+    _event(repo, info, "ArtifactCreated", causality={"artifact_id": art})
+    assert _problems(repo) == []
