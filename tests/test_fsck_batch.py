@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 import os
 import struct
+import threading
 import zlib
+from concurrent.futures import ProcessPoolExecutor
 
 import blake3
 import msgpack
@@ -227,22 +229,104 @@ def test_is_canonical_edge_cases(body, canonical):
     assert codec.is_canonical(body) is canonical
 
 
-@pytest.mark.parametrize("workers", [None, 1, 2])
-def test_verify_in_this_process_names_the_same_problems(tmp_path, workers):
-    """`verify` called directly (workers=None: its own choice; 2: a pool of forked workers
-    where this process has one thread, else the same checks here): the oracle's problems in
-    pack order, and progress that ends at the number of records."""
+@pytest.mark.parametrize("workers, min_parallel", [(None, "many"), (None, "all"), (1, "all"),
+                                                   (2, "many")])
+def test_verify_in_this_process_names_the_same_problems(tmp_path, monkeypatch, workers,
+                                                        min_parallel):
+    """`verify` called directly: the oracle's problems in pack order, progress that ends at the
+    number of records, and worker processes exactly when it may use them: asked for (or left
+    to choose, for a store of at least PARALLEL_MIN records), on a machine with more than one
+    CPU, from a process with one thread (pytest-xdist's workers have more: then everything is
+    checked here)."""
     ids = _store(tmp_path, seal=True)
     _damage(tmp_path, ids)
     expected = oracle(tmp_path)
+    submitted = []
+
+    class Counting(ProcessPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            submitted.append(args)
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(fsck, "ProcessPoolExecutor", Counting)
+    monkeypatch.setattr(fsck, "CHUNK", CHUNK)
     seen = []
     with PackStore(tmp_path) as s:
         total = sum(p.count() for p in s.packs())
+        monkeypatch.setattr(fsck, "PARALLEL_MIN", total if min_parallel == "all" else total + 1)
+        single = threading.active_count() == 1
         problems = [(p.kind, p.id, p.pack, p.offset)
                     for p in fsck.verify(s, progress=seen.append, workers=workers)]
+    parallel = single and (workers == 2 or workers is None and min_parallel == "all"
+                           and fsck._cpus() > 1)
+    assert len(submitted) >= 2 if parallel else submitted == []
     records = [p for p in problems if p[0] != "index"]
     assert sorted(records) == sorted(expected) and len(expected) == 7
     for pack in {p[2] for p in records}:  # within a pack, by offset
         offsets = [p[3] for p in records if p[2] == pack]
         assert offsets == sorted(offsets)
     assert seen[-1] == total and seen == sorted(seen)
+
+
+def test_damage_does_not_stop_the_check_of_what_follows(tmp_path):
+    """Unreadable bytes inside an active pack are damage, named with pack and offset; the
+    records after them are still checked (a flipped byte there is found too)."""
+    with PackStore(tmp_path, dict_samples=0) as s:
+        ids = [s.put("value", ev) for ev in _events(40)]
+    path, name, off = _where(tmp_path, ids, 10)
+    _, _, later = _where(tmp_path, ids, 30)
+    with open(path, "r+b") as f:
+        f.seek(off)
+        f.write(b"\xff\xfe")  # the magic of record 10: not a record header
+    _flip(path, later + codec.RECORD_HEAD_SIZE + 4)
+    with PackStore(tmp_path) as s:
+        problems = [(p.kind, p.id, p.pack, p.offset, p.message)
+                    for p in fsck.verify(s, workers=1) if p.kind != "index"]
+    assert [p[:4] for p in problems] == [("damage", None, name, off),
+                                         ("checksum", ids[30], name, later)]
+    assert problems[0][4] == f"pack {name}: unreadable bytes at offset {off}: bad record " \
+                             f"magic/version at offset {off}"
+
+
+def test_junk_after_the_last_record_of_a_sealed_pack_is_damage(tmp_path):
+    """A torn tail is normal only in an active pack: a sealed one never grows."""
+    with PackStore(tmp_path, seal_size=2048, dict_samples=0) as s:
+        [s.put("value", ev) for ev in _events(30)]
+    with PackStore(tmp_path) as s:
+        pack = next(p for p in s.packs() if p.sealed)
+        path, name = pack.path, pack.name
+    end = os.path.getsize(path)
+    with open(path, "ab") as f:
+        f.write(b"\x00" * 10)
+    with PackStore(tmp_path) as s:
+        problems = [(p.kind, p.pack, p.offset) for p in fsck.verify(s, workers=1)]
+    assert ("damage", name, end) in problems
+
+
+def test_a_file_that_is_no_pack_is_named(tmp_path):
+    with PackStore(tmp_path, seal_size=2048, dict_samples=0) as s:
+        [s.put("value", ev) for ev in _events(30)]
+    with PackStore(tmp_path) as s:
+        pack = next(p for p in s.packs() if p.sealed)
+        path, name = pack.path, pack.name
+    with open(path, "r+b") as f:
+        f.write(b"JUNK")
+    with PackStore(tmp_path) as s:
+        problems = [(p.kind, p.id, p.pack, p.offset, p.message)
+                    for p in fsck.verify(s, workers=1) if p.kind == "pack"]
+    assert problems == [("pack", None, name, None,
+                         f"pack {name}: {path} is not a ctxstore pack (bad magic)")]
+
+
+def test_a_dicts_line_naming_no_dictionary_is_named(tmp_path):
+    ids = _store(tmp_path, seal=False)
+    with PackStore(tmp_path) as s:
+        dict_id = s.dicts_problems() == [] and int(open(s._dicts_path()).read().split()[0])
+        dicts_path = s._dicts_path()
+    with open(dicts_path, "a") as f:
+        f.write(f"{dict_id + 1} {ids[5]}\n")  # an event, not a zdict
+    with PackStore(tmp_path) as s:
+        problems = [(p.kind, p.id, p.message) for p in fsck.verify(s, workers=1)]
+    ((kind, oid, message),) = problems
+    assert (kind, oid) == ("dicts", ids[5])
+    assert message == f"{dicts_path}:2: dictionary {dict_id + 1} names {ids[5]}, which is a value"
