@@ -248,7 +248,17 @@ def test_verify_in_this_process_names_the_same_problems(tmp_path, monkeypatch, w
             submitted.append(args)
             return super().submit(fn, *args, **kwargs)
 
+    here = os.getpid()
+    checked_here = []
+    verify_records = fsck._verify_records
+
+    def counted(*args):
+        if os.getpid() == here:
+            checked_here.append(args[1:3])
+        return verify_records(*args)
+
     monkeypatch.setattr(fsck, "ProcessPoolExecutor", Counting)
+    monkeypatch.setattr(fsck, "_verify_records", counted)
     monkeypatch.setattr(fsck, "CHUNK", CHUNK)
     seen = []
     with PackStore(tmp_path) as s:
@@ -260,6 +270,7 @@ def test_verify_in_this_process_names_the_same_problems(tmp_path, monkeypatch, w
     parallel = single and (workers == 2 or workers is None and min_parallel == "all"
                            and fsck._cpus() > 1)
     assert len(submitted) >= 2 if parallel else submitted == []
+    assert (checked_here == []) is parallel  # the workers did the checking, or this process
     records = [p for p in problems if p[0] != "index"]
     assert sorted(records) == sorted(expected) and len(expected) == 7
     for pack in {p[2] for p in records}:  # within a pack, by offset
@@ -279,9 +290,11 @@ def test_damage_does_not_stop_the_check_of_what_follows(tmp_path):
         f.seek(off)
         f.write(b"\xff\xfe")  # the magic of record 10: not a record header
     _flip(path, later + codec.RECORD_HEAD_SIZE + 4)
+    seen = []
     with PackStore(tmp_path) as s:
         problems = [(p.kind, p.id, p.pack, p.offset, p.message)
-                    for p in fsck.verify(s, workers=1) if p.kind != "index"]
+                    for p in fsck.verify(s, progress=seen.append, workers=1) if p.kind != "index"]
+    assert seen[-1] == 39  # every record but the one whose header is gone
     assert [p[:4] for p in problems] == [("damage", None, name, off),
                                          ("checksum", ids[30], name, later)]
     assert problems[0][4] == f"pack {name}: unreadable bytes at offset {off}: bad record " \
@@ -330,3 +343,23 @@ def test_a_dicts_line_naming_no_dictionary_is_named(tmp_path):
     ((kind, oid, message),) = problems
     assert (kind, oid) == ("dicts", ids[5])
     assert message == f"{dicts_path}:2: dictionary {dict_id + 1} names {ids[5]}, which is a value"
+
+
+def _die(*args):
+    os._exit(3)  # a worker killed mid-run (OOM killer, kill -9)
+
+
+def test_a_worker_that_dies_costs_time_not_answers(tmp_path, monkeypatch):
+    """When a worker process dies, its runs are checked in this process: same problems."""
+    ids = _store(tmp_path, seal=True)
+    _damage(tmp_path, ids)
+    expected = oracle(tmp_path)
+    monkeypatch.setattr(fsck, "_verify_chunk", _die)
+    monkeypatch.setattr(fsck, "CHUNK", CHUNK)
+    seen = []
+    with PackStore(tmp_path) as s:
+        total = sum(p.count() for p in s.packs())
+        problems = [(p.kind, p.id, p.pack, p.offset)
+                    for p in fsck.verify(s, progress=seen.append, workers=2)]
+    assert sorted(p for p in problems if p[0] != "index") == sorted(expected)
+    assert seen[-1] == total

@@ -121,8 +121,14 @@ def _verify_pack(pack: Pack, pool, check_run) -> Iterator[Problem | int]:
             results.append(((0, 0, 0), [item]))
             continue
         start, end, count = item
+        future = None
         if pool is not None:
-            results.append((item, pool.submit(_verify_chunk, pack.path, pack.sealed, start, end)))
+            try:
+                future = pool.submit(_verify_chunk, pack.path, pack.sealed, start, end)
+            except BrokenProcessPool:  # a worker died: this run, and the rest, are checked here
+                future = None
+        if future is not None:
+            results.append((item, future))
         else:
             results.append(((0, 0, 0), _verify_records(data, start, end, check_run, name)))
             yield count
