@@ -65,24 +65,31 @@ def test_progress_counts_records_and_the_walk(tmp_path):
     assert report.to_dict()["notes"] == report.notes
 
 
-def test_a_damaged_object_is_damaged_not_also_missing(tmp_path):
-    repo, info = build_repo(tmp_path)
+def _damaged(tmp_path, repo, obj_id):
+    """Seal the repository's pack and flip a payload byte of `obj_id`'s record; returns the
+    reopened repository, the pack's name and the record's offset."""
     repo.store.seal_active()
     repo.close()
     packs = tmp_path / ".ctx" / "objects" / "packs"
     (name,) = [p for p in os.listdir(packs) if p.endswith(PACK_SUFFIX)]
     pack = Pack(str(packs / name), sealed=True)
-    off = pack.index.find(bytes.fromhex(info["artifact"]))
+    off = pack.index.find(bytes.fromhex(obj_id))
     pack.close()
     data = bytearray((packs / name).read_bytes())
     data[off + 60] ^= 0xFF
     (packs / name).write_bytes(bytes(data))
-    repo = Repository.open(tmp_path)
-    graph = [(kind, oid, msg) for kind, oid, msg in _problems(repo) if kind != "checksum"]
-    assert [(kind, oid) for kind, oid, _ in graph] == [("damaged", info["artifact"])]
+    return Repository.open(tmp_path), name[:-5], off
+
+
+def test_a_damaged_object_is_damaged_not_also_missing(tmp_path):
+    repo, info = build_repo(tmp_path)
     art = info["artifact"]
-    assert graph[0][2] == f"object {art} cannot be read: object {art} in pack {name[:-5]} at " \
+    repo, name, off = _damaged(tmp_path, repo, art)
+    graph = [(kind, oid, msg) for kind, oid, msg in _problems(repo) if kind != "checksum"]
+    assert [(kind, oid) for kind, oid, _ in graph] == [("damaged", art)]
+    assert graph[0][2] == f"object {art} cannot be read: object {art} in pack {name} at " \
                           f"offset {off}: checksum mismatch in object {art} at offset {off}"
+
 
 
 def test_refs_naming_nothing_or_no_event(tmp_path):
@@ -310,20 +317,12 @@ def test_a_store_without_packs_is_rehashed(tmp_path):
 
 def test_store_problems_keep_their_messages(tmp_path):
     repo, info = build_repo(tmp_path)
-    repo.store.seal_active()
-    repo.close()
-    packs = tmp_path / ".ctx" / "objects" / "packs"
-    (name,) = [p for p in os.listdir(packs) if p.endswith(PACK_SUFFIX)]
-    pack = Pack(str(packs / name), sealed=True)
-    off = pack.index.find(bytes.fromhex(info["blob"]))
-    pack.close()
-    data = bytearray((packs / name).read_bytes())
-    data[off + 60] ^= 0xFF
-    (packs / name).write_bytes(bytes(data))
-    problems = fsck_repo.check(Repository.open(tmp_path)).problems
+    blob = info["blob"]
+    repo, name, off = _damaged(tmp_path, repo, blob)
+    problems = fsck_repo.check(repo).problems
     assert [(p.kind, p.id, p.message) for p in problems] == [
-        ("checksum", info["blob"], f"object {info['blob']} in pack {name[:-5]} at offset {off}: "
-                                   f"checksum mismatch in object {info['blob']} at offset {off}")]
+        ("checksum", blob, f"object {blob} in pack {name} at offset {off}: checksum mismatch in "
+                           f"object {blob} at offset {off}")]
 
 
 def test_report_as_json_names_its_fields(tmp_path):
