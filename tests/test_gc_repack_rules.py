@@ -1,0 +1,271 @@
+"""What gc's rewrite (ctxstore/store/repack.py) leaves on disk in the cases the other gc tests
+do not reach: a newer pack that already holds a live object, objects named again when nothing
+else in their pack was live, a disk that fails while the rescued objects are written, damage
+seen before anything is expired, and the descriptors a long-lived process must get back.
+
+Expectations come from tests/oracles/reachability.py (a naive walk over every object) and
+from reading the pack files themselves, never from `links.reachable` or the repack result
+alone (the group `gc` of tests/mutation.py)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import time
+
+import pytest
+
+from ctxstore.errors import CorruptStore
+from ctxstore.maintenance import fsck as fsck_repo
+from ctxstore.maintenance import gc as pm
+from ctxstore.repo import Repository
+from ctxstore.store import repack as rp
+from ctxstore.store.pack import IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
+from tests.oracles import reachability as oracle
+from tests.test_gc import _live
+from tests.test_links import build_repo
+
+MONTH = 30 * 86400
+
+
+def _sealed_packs(repo) -> list[str]:
+    d = repo.store.packs_dir
+    return sorted(os.path.join(d, n) for n in os.listdir(d)
+                  if n.startswith(PREFIX) and n.endswith(PACK_SUFFIX)
+                  and os.path.exists(os.path.join(d, n[:-len(PACK_SUFFIX)] + IDX_SUFFIX)))
+
+
+def _records(packs_dir) -> dict[str, int]:
+    """How many records hold each id, over every pack file on disk (sealed or not)."""
+    counts: dict[str, int] = {}
+    for name in os.listdir(packs_dir):
+        if not (name.startswith(PREFIX) and name.endswith(PACK_SUFFIX)):
+            continue
+        path = os.path.join(packs_dir, name)
+        pack = Pack(path, sealed=os.path.exists(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX))
+        try:
+            if not pack.sealed:
+                pack.refresh()
+            for oid in pack.ids():
+                counts[oid] = counts.get(oid, 0) + 1
+        finally:
+            pack.close()
+    return counts
+
+
+def _age(path: str, seconds: float) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def _open_fds() -> dict[str, str]:
+    """Open descriptor -> the file it is open on (a number can be closed and reused for
+    another file meanwhile). A file deleted since counts as the same file: the store keeps
+    its descriptors on packs gc deleted until its next look-up refreshes the pack list."""
+    out = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out[fd] = os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)")
+        except FileNotFoundError:  # listdir's own descriptor
+            continue
+    return out
+
+
+def test_gc_copies_nothing_that_a_newer_pack_already_holds(tmp_path):
+    """A live object in both an old pack and a pack too new to rewrite stays in the new one
+    only: gc writes no second copy of it."""
+    repo, _ = build_repo(tmp_path)
+    garbage = repo.store.put_blob(b"old garbage")
+    repo.store.flush()
+    repo.store.seal_active()
+    (old,) = _sealed_packs(repo)
+    # the same records again, in a pack written just now (as a crashed gc leaves them)
+    twin = os.path.join(repo.store.packs_dir, PREFIX + "f" * 40)
+    shutil.copy(old, twin + PACK_SUFFIX)
+    shutil.copy(old[:-len(PACK_SUFFIX)] + IDX_SUFFIX, twin + IDX_SUFFIX)
+    _age(old, MONTH)
+    repo.close()
+    repo = Repository.open(tmp_path)
+    live = _live(repo)
+    res = pm.gc(repo, prune="2.weeks.ago")
+    assert res.packs_before >= 2 and res.kept_packs >= 1
+    repo.close()
+    counts = _records(str(tmp_path / ".ctx" / "objects" / "packs"))
+    assert live <= set(counts) and garbage in counts  # the twin is too new: kept whole
+    assert {oid: n for oid, n in counts.items() if n > 1} == {}, "gc duplicated live objects"
+    assert not os.path.exists(old)
+
+
+def _scratch_in_an_old_pack(path):
+    """A session whose deleted `scratch` branch's objects are alone in one month-old pack;
+    everything else is in packs written now. Returns (repo, ref, tip, the scratch objects)."""
+    repo, info = build_repo(path)
+    repo.store.flush()
+    repo.store.seal_active()
+    before = set(_sealed_packs(repo))
+    ref = f"refs/sessions/{info['session']}/scratch"
+    repo.refs.set_if_equals(ref, None, info["main"])
+    with repo.transaction(ref) as tx:
+        blob = repo.store.put_blob(b"scratch output " * 40)
+        tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch"},
+                  {"artifact_id": blob})
+        tip = tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch 2"})
+    repo.store.flush()
+    repo.store.seal_active()
+    (scratch_pack,) = set(_sealed_packs(repo)) - before
+    repo.refs.set_if_equals(ref, tip, None, message="deleted")
+    repo.store.flush()
+    _age(scratch_pack, MONTH)
+    live = _live(repo, expire_days=0, unreachable_days=0)
+    gone = oracle.ObjectGraph(repo.store).closure([tip]) - live
+    return repo, ref, tip, gone, scratch_pack
+
+
+def test_objects_named_again_survive_when_nothing_else_in_their_pack_was_live(tmp_path):
+    repo, ref, tip, gone, scratch_pack = _scratch_in_an_old_pack(tmp_path)
+    assert len(gone) >= 3
+    in_old_pack = set(Pack(scratch_pack, sealed=True).ids())
+    assert gone <= in_old_pack
+
+    def step(name: str) -> None:
+        if name == "marked":  # another process names the dead branch again before the delete
+            writer = Repository.open(tmp_path)
+            writer.refs.set_if_equals(ref, None, tip, message="re-import")
+            writer.close()
+
+    res = pm.gc(repo, prune="2.weeks.ago", expire="now", expire_unreachable="now", step=step,
+                wait=5)
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert repo.refs.read(ref) == tip and all(oid in repo.store for oid in gone)
+    assert fsck_repo.check(repo, full=True).problems == []
+    assert res.objects_rescued == len(gone)
+    assert not os.path.exists(scratch_pack)
+    # every pack but the old one was too new to rewrite: all kept, plus the rescue pack
+    assert res.kept_packs == res.packs_before - 1 and res.packs_after == res.packs_before
+    # of the old pack, exactly what is live now is left (the newer packs are kept whole)
+    live = _live(repo, expire_days=0, unreachable_days=0)
+    assert {oid for oid in in_old_pack if oid in repo.store} == in_old_pack & live
+    repo.close()
+
+
+def test_a_disk_that_fails_while_rescuing_loses_nothing(tmp_path, monkeypatch):
+    """The rescue pack's index cannot be written (disk full): gc fails with that error, deletes
+    nothing, and the next gc finishes the job."""
+    repo, ref, tip, gone, scratch_pack = _scratch_in_an_old_pack(tmp_path)
+    real = rp.write_file_atomically
+    calls = []
+
+    def full_disk(path, data, *a, **kw):
+        calls.append(path)
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+
+    monkeypatch.setattr(rp, "write_file_atomically", full_disk)
+
+    def step(name: str) -> None:
+        if name == "marked":
+            writer = Repository.open(tmp_path)
+            writer.refs.set_if_equals(ref, None, tip, message="re-import")
+            writer.close()
+
+    with pytest.raises(OSError) as err:
+        pm.gc(repo, prune="2.weeks.ago", expire="now", expire_unreachable="now", step=step,
+              wait=5)
+    assert err.value.errno == errno.ENOSPC and len(calls) == 1
+    assert os.path.exists(scratch_pack)  # nothing deleted
+    assert not [n for n in os.listdir(repo.store.packs_dir) if n.startswith("tmp-")]
+    repo.close()
+    monkeypatch.setattr(rp, "write_file_atomically", real)
+    repo = Repository.open(tmp_path)
+    assert all(oid in repo.store for oid in gone)
+    pm.gc(repo, prune="now")
+    assert all(oid in repo.store for oid in gone)
+    assert fsck_repo.check(repo, full=True).problems == []
+    repo.close()
+
+
+def test_gc_refuses_a_damaged_ref_before_expiring_any_reflog(tmp_path):
+    """A ref file that cannot be read may be the only root of a history: gc stops before its
+    first change, so the reflog lines that also name that history are still there."""
+    repo, info = build_repo(tmp_path)
+    repo.store.flush()
+    logs = {n: repo.refs.reflog(n) for n in pm.reflog_names(repo)}
+    damaged = tmp_path / ".ctx" / "refs" / "sessions" / info["session"] / "alt"
+    damaged.write_text("not an id\n")
+    with pytest.raises(CorruptStore, match=r"^gc refused, nothing deleted: .*alt:1:"):
+        pm.gc(repo, prune="now", expire="now", expire_unreachable="now")
+    assert {n: repo.refs.reflog(n) for n in pm.reflog_names(repo)} == logs
+
+
+def test_a_dry_run_counts_every_readable_pack_past_a_damaged_one(tmp_path):
+    from tests.test_gc import _many_packs
+
+    repo = _many_packs(tmp_path)
+    repo.close()
+    repo = Repository.open(tmp_path)
+    packs = _sealed_packs(repo)
+    assert len(packs) >= 4
+    first = packs[0]  # the first a dry run reads
+    counts = {p: len(list(Pack(p, sealed=True).ids())) for p in packs}
+    with open(first[:-len(PACK_SUFFIX)] + IDX_SUFFIX, "r+b") as f:
+        f.truncate(10)  # an index that cannot be read
+    res = rp.repack(repo.store, set(), float("inf"), dry_run=True)
+    assert res.objects_before == sum(n for p, n in counts.items() if p != first)
+    assert res.objects_removed == res.objects_before  # nothing is live here
+    assert sorted(res.removed_packs) == sorted(p for p in packs if p != first)
+    repo.close()
+
+
+def test_a_pack_deleted_under_a_dry_run_is_too_new_to_count(tmp_path):
+    # the dry run takes no lock: a gc in another process may delete a pack it just listed
+    assert rp._mtime(str(tmp_path / "gone.pack")) == float("inf")
+
+
+def test_gc_gives_back_every_descriptor_it_opened(tmp_path):
+    """A long-lived process (the LangGraph saver, `ctx serve`) runs gc many times: no pack,
+    index or temp file stays open after it, whichever way the rewrite ends."""
+    repo, _ = build_repo(tmp_path)
+    repo.store.flush()
+    repo.store.seal_active()
+
+    def gc_opens_nothing(**kw):
+        repo.store.get_raw(next(iter(repo.store)))  # the store's own descriptors, opened now
+        before = _open_fds()
+        res = pm.gc(repo, prune="now", **kw)
+        left = dict(_open_fds().items() - before.items())
+        assert left == {}, kw
+        return res
+
+    gc_opens_nothing(retrain=False)  # one pack, nothing dead, no new dictionary
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    assert gc_opens_nothing(dry_run=True).objects_removed == 1
+    assert gc_opens_nothing().objects_removed == 1
+    repo.close()
+
+
+def test_a_read_error_while_copying_leaves_no_temp_file_or_descriptor(tmp_path, monkeypatch):
+    """An I/O error reading a candidate pack stops gc with that error; the half-written new
+    pack is removed and closed, and every object is still where it was."""
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    everything = set(repo.store)
+
+    def failing_disk(*_a, **_kw):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(rp, "copy_records", failing_disk)
+    repo.store.get_raw(next(iter(repo.store)))
+    before = _open_fds()
+    with pytest.raises(OSError) as err:
+        pm.gc(repo, prune="now")
+    assert err.value.errno == errno.EIO
+    assert dict(_open_fds().items() - before.items()) == {}
+    assert not [n for n in os.listdir(repo.store.packs_dir) if n.startswith("tmp-")]
+    monkeypatch.undo()
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert set(repo.store) == everything
+    repo.close()
