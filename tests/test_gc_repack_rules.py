@@ -269,3 +269,198 @@ def test_a_read_error_while_copying_leaves_no_temp_file_or_descriptor(tmp_path, 
     repo = Repository.open(tmp_path)
     assert set(repo.store) == everything
     repo.close()
+
+
+def _rename_pack(path: str, hex_name: str) -> str:
+    """Give a pack (and its index, if sealed) the name pack-HEX_NAME: listing order decides
+    which pack gc meets first."""
+    new = os.path.join(os.path.dirname(path), PREFIX + hex_name + PACK_SUFFIX)
+    os.rename(path, new)
+    if os.path.exists(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX):
+        os.rename(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX, new[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+    return new
+
+
+def _left_by_dead_writers(tmp_path):
+    """A store whose sealed pack sorts first, then an active pack damaged in the middle, then
+    four active packs that writers left when they died (no flock on them). Returns (repo,
+    the damaged pack, the four good ones, the blobs those hold)."""
+    from ctxstore.store.packstore import PackStore
+
+    repo, _ = build_repo(tmp_path)
+    repo.store.flush()
+    repo.store.seal_active()
+    (sealed,) = _sealed_packs(repo)
+    _rename_pack(sealed, "0" * 40)
+    objects = tmp_path / ".ctx" / "objects"
+    packs = objects / "packs"
+    writers = [PackStore(objects) for _ in range(5)]  # open at once: five active packs
+    blobs = [w.put_blob(b"dead writer's garbage %d" % i) for i, w in enumerate(writers)]
+    writers[0].put_blob(b"a second record after the one to damage")
+    for w in writers:
+        w.close()
+    active = {p.name for p in packs.glob("*.pack") if not p.with_suffix(".idx").exists()}
+    by_blob, first_record = {}, {}
+    for name in active:
+        pack = Pack(str(packs / name), sealed=False)
+        pack.refresh()
+        for oid in pack.ids():
+            by_blob[oid] = str(packs / name)
+        first_record[str(packs / name)] = min(pack.offsets.values())
+        pack.close()
+    off, _size = first_record[by_blob[blobs[0]]]
+    damaged = _rename_pack(by_blob[blobs[0]], "8" * 40)
+    data = bytearray(open(damaged, "rb").read())
+    data[off] ^= 0xFF  # the first record's header: an intact record follows it
+    open(damaged, "wb").write(bytes(data))
+    good = sorted(_rename_pack(by_blob[b], "f" * 39 + str(i)) for i, b in enumerate(blobs[1:]))
+    for p in packs.glob("*.pidx"):
+        p.unlink()  # partial indexes name the old pack files; sealing rescans
+    return repo, damaged, good, blobs[1:]
+
+
+def test_sealing_idle_packs_goes_past_sealed_and_damaged_ones(tmp_path):
+    repo, damaged, good, blobs = _left_by_dead_writers(tmp_path)
+    assert rp.seal_idle(repo.store.packs_dir) == good  # not the sealed one, not the damaged one
+    assert all(os.path.exists(p[:-len(PACK_SUFFIX)] + IDX_SUFFIX) for p in good)
+    assert not os.path.exists(damaged[:-len(PACK_SUFFIX)] + IDX_SUFFIX)  # left for fsck
+    assert rp.seal_idle(repo.store.packs_dir) == []
+    repo.close()
+    repo = Repository.open(tmp_path)
+    for blob, path in zip(blobs, good, strict=True):
+        pack = Pack(path, sealed=True)
+        assert list(pack.ids()) == [blob]
+        pack.close()
+        assert repo.store.get_raw(blob)[0] == "blob"
+    repo.close()
+
+
+def test_gc_collects_what_dead_writers_left_in_packs_they_never_sealed(tmp_path):
+    repo, damaged, good, blobs = _left_by_dead_writers(tmp_path)
+    live = _live(repo)
+    res = pm.gc(repo, prune="now")
+    repo.close()
+    assert res.objects_removed == len(blobs) and not any(os.path.exists(p) for p in good)
+    assert os.path.exists(damaged)  # kept whole, for fsck
+    repo = Repository.open(tmp_path)
+    assert live <= set(repo.store) and not set(blobs) & set(repo.store)
+    repo.close()
+
+
+def _pack_files(packs_dir) -> dict[str, bytes]:
+    return {n: open(os.path.join(packs_dir, n), "rb").read() for n in sorted(os.listdir(packs_dir))
+            if n.startswith(PREFIX)}
+
+
+def test_gc_refuses_while_dicts_names_zdicts_the_store_lacks(tmp_path):
+    """Records compressed with a dictionary the store cannot find are unreadable: gc names the
+    first bad line of `dicts` and changes nothing."""
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    dicts = tmp_path / ".ctx" / "objects" / "dicts"
+    dicts.write_text(f"7 {'a' * 64}\n8 {'b' * 64}\n")
+    before = _pack_files(repo.store.packs_dir)
+    with pytest.raises(CorruptStore, match=rf"^gc refused, nothing deleted: {dicts}:1: "):
+        pm.gc(repo, prune="now")
+    assert _pack_files(repo.store.packs_dir) == before
+
+
+def test_gc_reports_the_bytes_its_packs_take_on_disk(tmp_path):
+    def on_disk(packs_dir) -> int:
+        return sum(os.path.getsize(os.path.join(packs_dir, n)) for n in os.listdir(packs_dir)
+                   if n.startswith(PREFIX) and n.endswith((PACK_SUFFIX, IDX_SUFFIX, ".pidx")))
+
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(os.urandom(3000))
+    repo.store.flush()
+    repo.store.seal_active()
+    before = on_disk(repo.store.packs_dir)
+    res = pm.gc(repo, prune="now")
+    assert res.objects_removed == 1
+    assert res.bytes_before == before and res.bytes_after == on_disk(repo.store.packs_dir)
+
+
+def test_gc_holds_the_lock_consolidation_takes(tmp_path):
+    """While gc rewrites, a consolidation (which takes packs/consolidate.lock) must wait: gc's
+    lock is that file, created readable by all like the store's other files."""
+    import fcntl
+
+    from ctxstore.store.packconsolidate import LOCK_NAME
+
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    path = os.path.join(repo.store.packs_dir, LOCK_NAME)
+    if os.path.exists(path):
+        os.unlink(path)
+    seen = []
+
+    def step(name: str) -> None:
+        if name == "marked":
+            fd = os.open(path, os.O_RDWR)
+            try:
+                with pytest.raises(BlockingIOError):
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(fd)
+            seen.append(name)
+
+    old = os.umask(0o022)
+    try:
+        pm.gc(repo, prune="now", step=step)
+    finally:
+        os.umask(old)
+    assert seen and os.stat(path).st_mode & 0o777 == 0o644
+
+
+def test_gc_removes_temp_files_a_killed_gc_left_and_keeps_a_writers_fresh_one(tmp_path):
+    repo, _ = build_repo(tmp_path)
+    repo.store.flush()
+    packs = repo.store.packs_dir
+    stale, fresh = os.path.join(packs, "tmp-stale.pack"), os.path.join(packs, "tmp-fresh.pack")
+    for path in (stale, fresh):
+        open(path, "wb").write(b"partial")
+    _age(stale, 2 * 3600)
+    _age(fresh, 60)
+    pm.gc(repo, prune="now")
+    assert not os.path.exists(stale) and os.path.exists(fresh)
+    repo.close()
+
+
+def test_a_temp_file_is_stale_after_one_hour(tmp_path):
+    old, young = tmp_path / "tmp-old", tmp_path / "tmp-young"
+    for path in (old, young):
+        path.write_bytes(b"x")
+    _age(str(old), 3600.5)
+    _age(str(young), 3599.5)
+    (tmp_path / "pack-keep.pack").write_bytes(b"x")
+    _age(str(tmp_path / "pack-keep.pack"), 7200)
+    assert rp.remove_stale_temps(str(tmp_path)) == [str(old)]
+    assert sorted(os.listdir(tmp_path)) == ["pack-keep.pack", "tmp-young"]
+
+
+def test_a_stray_file_in_the_snapshot_cache_does_not_stop_gc(tmp_path):
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    cache = tmp_path / ".ctx" / "cache" / "snapshots"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "README").write_text("not a folder of snapshots\n")
+    assert pm.gc(repo, prune="now").objects_removed == 1
+
+
+def test_the_rewrite_counts_every_record_it_wrote_rescued_ones_included(tmp_path):
+    from ctxstore.store.repack import RepackLock
+
+    repo, ref, tip, gone, scratch_pack = _scratch_in_an_old_pack(tmp_path)
+    (other,) = [p for p in _sealed_packs(repo) if p != scratch_pack][:1] or [None]
+    _age(other, MONTH)  # a second candidate that holds live objects
+    live = _live(repo, expire_days=0, unreachable_days=0)
+    store = repo.store
+    with RepackLock(store.packs_dir):
+        res = rp.repack(store, live, time.time() - 14 * 86400, remark=lambda: set(gone), wait=5)
+    assert res.new_pack and res.rescue_pack and res.objects_rescued == len(gone)
+    written = sum(len(list(Pack(p, sealed=True).ids())) for p in (res.new_pack, res.rescue_pack))
+    assert res.objects_kept == written
+    repo.close()
