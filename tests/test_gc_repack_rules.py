@@ -464,3 +464,81 @@ def test_the_rewrite_counts_every_record_it_wrote_rescued_ones_included(tmp_path
     written = sum(len(list(Pack(p, sealed=True).ids())) for p in (res.new_pack, res.rescue_pack))
     assert res.objects_kept == written
     repo.close()
+
+
+def _new_pack_with(repo, data: bytes) -> tuple[str, str]:
+    """Store `data` alone in a new sealed pack: (its id, the pack)."""
+    before = set(_sealed_packs(repo))
+    oid = repo.store.put_blob(data)
+    repo.store.flush()
+    repo.store.seal_active()
+    (pack,) = set(_sealed_packs(repo)) - before
+    return oid, pack
+
+
+def _dead_writers_packs(tmp_path, *data: bytes) -> list[tuple[str, str]]:
+    """Active packs writers left when they died (no flock, no index), one per item of `data`
+    (the writers are open at once, so none takes over another's pack): (id, pack) each."""
+    from ctxstore.store.packstore import PackStore
+
+    packs = tmp_path / ".ctx" / "objects" / "packs"
+    out = []
+    writers = []
+    for d in data:
+        before = set(packs.glob("*.pack"))
+        writers.append(PackStore(tmp_path / ".ctx" / "objects"))
+        oid = writers[-1].put_blob(d)
+        (pack,) = set(packs.glob("*.pack")) - before
+        out.append((oid, str(pack)))
+    for w in writers:
+        w.close()
+    return out
+
+
+def test_a_pack_written_exactly_at_the_prune_time_is_kept_whole(tmp_path):
+    """--prune=<time> rewrites packs last written *before* that time (docs/format.md, gc step
+    5): one written at that very second is kept whole, one written a second earlier is not."""
+    repo, _ = build_repo(tmp_path)
+    repo.store.flush()
+    repo.store.seal_active()
+    cutoff = int(time.time()) - 30 * 86400
+    earlier, earlier_pack = _new_pack_with(repo, b"garbage written a second too early")
+    at, at_pack = _new_pack_with(repo, b"garbage written at the cutoff")
+    for pack in _sealed_packs(repo):
+        os.utime(pack, (cutoff - 1, cutoff - 1))
+    os.utime(at_pack, (cutoff, cutoff))
+    res = pm.gc(repo, prune="2.weeks.ago", now=cutoff + 14 * 86400)
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert earlier not in repo.store and at in repo.store
+    assert os.path.exists(at_pack) and not os.path.exists(earlier_pack)
+    assert res.kept_packs == res.packs_after - 1  # on disk: the kept packs and the new one
+    repo.close()
+
+
+def test_a_dry_run_predicts_what_the_real_run_removes_and_keeps(tmp_path):
+    """With packs of every kind — old and new sealed ones, old and new ones dead writers left
+    active — a dry run's counts are the real run's."""
+    repo, _ = build_repo(tmp_path)
+    repo.store.flush()
+    repo.store.seal_active()
+    month_ago = int(time.time()) - 30 * 86400
+    for pack in _sealed_packs(repo):
+        os.utime(pack, (month_ago, month_ago))
+    _new_pack_with(repo, b"garbage in a new sealed pack")
+    (old_garbage, old_active), (_, at_cutoff) = _dead_writers_packs(
+        tmp_path, b"garbage an old dead writer left", b"garbage a dead writer left at --prune")
+    os.utime(old_active, (month_ago, month_ago))
+    now = int(time.time())
+    os.utime(at_cutoff, (now - 14 * 86400, now - 14 * 86400))  # not before it: kept whole
+    repo.close()
+    work = tmp_path / "copy"
+    shutil.copytree(tmp_path / ".ctx", work / ".ctx", copy_function=shutil.copy2)
+    repo = Repository.open(work)
+    dry = pm.gc(repo, prune="2.weeks.ago", dry_run=True, now=now)
+    real = pm.gc(repo, prune="2.weeks.ago", now=now)
+    assert (dry.objects_before, dry.objects_removed, dry.packs_before, dry.kept_packs) == (
+        real.objects_before, real.objects_removed, real.packs_before, real.kept_packs)
+    assert real.objects_removed == 1 and real.kept_packs == 2  # the new sealed one, the one at --prune
+    assert old_garbage not in repo.store
+    repo.close()
