@@ -253,7 +253,10 @@ def test_a_read_error_while_copying_leaves_no_temp_file_or_descriptor(tmp_path, 
     repo.store.flush()
     everything = set(repo.store)
 
+    writing = []
+
     def failing_disk(*_a, **_kw):
+        writing.extend(n for n in os.listdir(repo.store.packs_dir) if n.startswith("tmp-"))
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(rp, "copy_records", failing_disk)
@@ -262,6 +265,7 @@ def test_a_read_error_while_copying_leaves_no_temp_file_or_descriptor(tmp_path, 
     with pytest.raises(OSError) as err:
         pm.gc(repo, prune="now")
     assert err.value.errno == errno.EIO
+    assert writing  # the half-written pack was in packs/, where a later gc would find it
     assert dict(_open_fds().items() - before.items()) == {}
     assert not [n for n in os.listdir(repo.store.packs_dir) if n.startswith("tmp-")]
     monkeypatch.undo()
@@ -366,7 +370,11 @@ def test_gc_refuses_while_dicts_names_zdicts_the_store_lacks(tmp_path):
     assert _pack_files(repo.store.packs_dir) == before
 
 
-def test_gc_reports_the_bytes_its_packs_take_on_disk(tmp_path):
+def test_gc_reports_the_bytes_and_packs_it_leaves_on_disk(tmp_path):
+    """The sizes and counts gc reports are those of the files on disk, and what it writes is
+    named and made as docs/format.md says: pack-<40 hex>.pack/.idx, readable by all."""
+    import re
+
     def on_disk(packs_dir) -> int:
         return sum(os.path.getsize(os.path.join(packs_dir, n)) for n in os.listdir(packs_dir)
                    if n.startswith(PREFIX) and n.endswith((PACK_SUFFIX, IDX_SUFFIX, ".pidx")))
@@ -375,10 +383,20 @@ def test_gc_reports_the_bytes_its_packs_take_on_disk(tmp_path):
     repo.store.put_blob(os.urandom(3000))
     repo.store.flush()
     repo.store.seal_active()
-    before = on_disk(repo.store.packs_dir)
-    res = pm.gc(repo, prune="now")
+    packs = repo.store.packs_dir
+    before = on_disk(packs)
+    old = os.umask(0o022)
+    try:
+        res = pm.gc(repo, prune="now")
+    finally:
+        os.umask(old)
     assert res.objects_removed == 1
-    assert res.bytes_before == before and res.bytes_after == on_disk(repo.store.packs_dir)
+    assert res.bytes_before == before and res.bytes_after == on_disk(packs)
+    files = [n for n in os.listdir(packs) if n.startswith(PREFIX)]
+    assert res.packs_after == sum(n.endswith(PACK_SUFFIX) for n in files) == 1
+    for name in files:
+        assert re.fullmatch(r"pack-[0-9a-f]{40}\.(pack|idx)", name), name
+        assert os.stat(os.path.join(packs, name)).st_mode & 0o777 == 0o644, name
 
 
 def test_gc_holds_the_lock_consolidation_takes(tmp_path):
@@ -541,4 +559,44 @@ def test_a_dry_run_predicts_what_the_real_run_removes_and_keeps(tmp_path):
         real.objects_before, real.objects_removed, real.packs_before, real.kept_packs)
     assert real.objects_removed == 1 and real.kept_packs == 2  # the new sealed one, the one at --prune
     assert old_garbage not in repo.store
+    repo.close()
+
+
+def test_repack_deletes_old_packs_while_other_processes_have_the_store_open(tmp_path):
+    """`ctx repack` drops nothing, so unlike gc it does not wait for readers to close the
+    store (docs/format.md "Repack")."""
+    from ctxstore.maintenance import repack as pr
+    from tests.test_repack import _store
+
+    repo = _store(tmp_path, rounds=2, per=150)
+    reader = Repository.open(tmp_path / ".ctx")
+    assert next(iter(repo.store)) in reader.store  # a look-up: holds the shared gc lock
+    assert reader.store.gc_lock.held
+    old = _sealed_packs(repo)
+    rep = pr.repack(repo, wait=0.1)
+    assert rep.packs_after == 1 and not any(os.path.exists(p) for p in old)
+    reader.close()
+    repo.close()
+
+
+def test_a_candidate_with_a_damaged_record_is_kept_whole_and_named(tmp_path):
+    from ctxstore.store.repack import RepackLock
+
+    repo, info = build_repo(tmp_path)
+    repo.store.flush()
+    repo.store.seal_active()
+    blob, damaged = _new_pack_with(repo, b"tool output whose record gets damaged " * 8)
+    with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
+        tx.append("MessageAdded", "agent", {"role": "custom", "text": "see output"},
+                  {"artifact_id": blob})
+    repo.store.flush()
+    live = _live(repo)
+    assert blob in live
+    data = bytearray(open(damaged, "rb").read())
+    data[-3] ^= 0xFF  # inside the record's payload: its crc no longer matches
+    open(damaged, "wb").write(bytes(data))
+    with RepackLock(repo.store.packs_dir):
+        res = rp.repack(repo.store, live, float("inf"), wait=5)
+    assert res.kept_packs == [damaged] and os.path.exists(damaged)
+    assert damaged not in res.removed_packs and res.removed_packs
     repo.close()
