@@ -193,8 +193,9 @@ def test_gc_refuses_a_damaged_ref_before_expiring_any_reflog(tmp_path):
     logs = {n: repo.refs.reflog(n) for n in pm.reflog_names(repo)}
     damaged = tmp_path / ".ctx" / "refs" / "sessions" / info["session"] / "alt"
     damaged.write_text("not an id\n")
-    with pytest.raises(CorruptStore, match=r"^gc refused, nothing deleted: .*alt:1:"):
+    with pytest.raises(CorruptStore, match=r"^gc refused, nothing deleted: .*alt:1:") as err:
         pm.gc(repo, prune="now", expire="now", expire_unreachable="now")
+    assert err.value.details == {"path": str(damaged), "line": 1}  # for --json and the CLI
     assert {n: repo.refs.reflog(n) for n in pm.reflog_names(repo)} == logs
 
 
@@ -586,6 +587,8 @@ def test_a_candidate_with_a_damaged_record_is_kept_whole_and_named(tmp_path):
     repo.store.flush()
     repo.store.seal_active()
     blob, damaged = _new_pack_with(repo, b"tool output whose record gets damaged " * 8)
+    damaged = _rename_pack(damaged, "0" * 40)  # the first candidate gc meets
+    garbage, other = _new_pack_with(repo, b"garbage in a later candidate")
     with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
         tx.append("MessageAdded", "agent", {"role": "custom", "text": "see output"},
                   {"artifact_id": blob})
@@ -598,5 +601,39 @@ def test_a_candidate_with_a_damaged_record_is_kept_whole_and_named(tmp_path):
     with RepackLock(repo.store.packs_dir):
         res = rp.repack(repo.store, live, float("inf"), wait=5)
     assert res.kept_packs == [damaged] and os.path.exists(damaged)
-    assert damaged not in res.removed_packs and res.removed_packs
+    assert other in res.removed_packs and damaged not in res.removed_packs
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert garbage not in repo.store and live <= set(repo.store)
+    repo.close()
+
+
+def test_a_dry_run_gc_expires_no_reflog_entry(tmp_path):
+    from ctxstore.refs import ReflogEntry
+
+    repo, info = build_repo(tmp_path)
+    main = f"refs/sessions/{info['session']}/main"
+    aged = [ReflogEntry(e.old, e.new, e.ts_ms - 100 * 86_400_000, e.actor, e.message)
+            for e in repo.refs.reflog(main)]
+    repo.refs.replace_reflog(main, aged)
+    res = pm.gc(repo, prune="now", dry_run=True)
+    assert res.reflog_expired == len(aged) > 0  # what a real run would expire
+    assert repo.refs.reflog(main) == aged
+    repo.close()
+
+
+def test_gc_retrains_the_dictionary_by_default_when_it_pays(tmp_path, monkeypatch):
+    from ctxstore.store import recompress
+    from ctxstore.store.packstore import read_dicts_file
+    from tests.test_repack import _store
+
+    monkeypatch.setattr(recompress, "REPACK_DICT_SIZE", 16 * 1024)  # one that pays here
+    repo = _store(tmp_path)
+    dicts = os.path.join(repo.store.path, "dicts")
+    before = read_dicts_file(dicts)[0]
+    pm.gc(repo, prune="now")
+    after = read_dicts_file(dicts)[0]
+    assert len(after) == len(before) + 1 and list(after)[:len(before)] == list(before)
+    pm.gc(repo, prune="now", retrain=False)
+    assert read_dicts_file(dicts)[0] == after
     repo.close()
