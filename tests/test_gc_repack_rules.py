@@ -631,9 +631,111 @@ def test_gc_retrains_the_dictionary_by_default_when_it_pays(tmp_path, monkeypatc
     repo = _store(tmp_path)
     dicts = os.path.join(repo.store.path, "dicts")
     before = read_dicts_file(dicts)[0]
-    pm.gc(repo, prune="now")
+    calls = []
+    pm.gc(repo, prune="now", progress=lambda stage, n, total: calls.append((stage, n, total)))
     after = read_dicts_file(dicts)[0]
     assert len(after) == len(before) + 1 and list(after)[:len(before)] == list(before)
+    # over a thousand records: the recompression reports how far it got, out of how many
+    assert {c[0] for c in calls} >= {"mark", "recompress"}
+    assert all(0 < n <= total for stage, n, total in calls if stage == "recompress")
     pm.gc(repo, prune="now", retrain=False)
     assert read_dicts_file(dicts)[0] == after
+    repo.close()
+
+
+def test_gc_keeps_what_its_kept_reflog_lines_name_and_a_dry_run_agrees(tmp_path):
+    """--expire-unreachable longer than the default keeps an off-tip reflog line; the object
+    it names must stay (a line naming a deleted object dangles). The dry run, which rewrites no
+    reflog, must apply the same expiry to count the same removals."""
+    from ctxstore.refs import ReflogEntry
+    from tests.test_gc import _garbage_repo
+
+    repo, info, garbage = _garbage_repo(tmp_path)
+    later = time.time() + 100 * 86400  # every operation is past --expire (90 days) by then
+    ref = f"refs/sessions/{info['session']}/tmp"
+    lines = [ReflogEntry(e.old, e.new, int((later - 35 * 86400) * 1000), e.actor, e.message)
+             for e in repo.refs.reflog(ref)]  # 35 days old at `later`: off the (deleted) tip
+    repo.refs.replace_reflog(ref, lines)
+    # two lines of main naming garbage as their old value: one past --expire (on the tip, so
+    # only its age expires it), one past --expire-unreachable at `later` (not yet today)
+    main = f"refs/sessions/{info['session']}/main"
+    tip = repo.refs.read(main)
+    repo.refs.replace_reflog(main, [
+        *repo.refs.reflog(main),
+        ReflogEntry(garbage[0], tip, int((later - 100 * 86400) * 1000), "t", "reset"),
+        ReflogEntry(garbage[1], info["compaction"], int((later - 50 * 86400) * 1000), "t", "x")])
+    repo.store.flush()
+    expiry = {"now": later, "expire_days": 90, "unreachable_days": 40}
+    live = oracle.live(tmp_path / ".ctx", repo.store, **expiry)
+    assert info["side"] in live
+    kw = {"prune": "now", "now": later, "expire_unreachable": "40.days.ago"}
+    dry = pm.gc(repo, dry_run=True, **kw)
+    res = pm.gc(repo, **kw)
+    # what stays is predicted (the real run also removes the operation its own expiry wrote:
+    # made now, it is past --expire at `later`)
+    assert res.objects_before - res.objects_removed == dry.objects_before - dry.objects_removed
+    assert dry.objects_removed >= len(garbage)
+    assert repo.refs.reflog(ref) == lines and info["side"] in repo.store
+    repo.close()
+    repo = Repository.open(tmp_path)
+    left = oracle.ObjectGraph(repo.store).ids
+    assert live <= left and not set(garbage) & left
+    repo.close()
+
+
+def test_gc_expires_reflog_lines_by_the_ages_it_is_given(tmp_path):
+    from ctxstore.refs import ReflogEntry
+
+    repo, info = build_repo(tmp_path)
+    main = f"refs/sessions/{info['session']}/main"
+    now = time.time()
+    on_tip, side = repo.refs.reflog(main)[-1].new, info["compaction"]  # side: not an event
+
+    def line(new, days):
+        return ReflogEntry(new, new, int((now - days * 86400) * 1000), "t", "x")
+
+    lines = [line(on_tip, 50), line(on_tip, 20), line(side, 25), line(side, 15)]
+    repo.refs.replace_reflog(main, lines)
+    res = pm.gc(repo, prune="now", now=now, expire="45.days.ago", expire_unreachable="20.days.ago")
+    # 50 days: past --expire; 25 days off the tip: past --expire-unreachable
+    assert res.reflog_expired == 2 and repo.refs.reflog(main) == [lines[1], lines[3]]
+    repo.close()
+
+
+def test_gc_recompresses_at_the_level_it_is_given(tmp_path):
+    from tests.test_repack import _store
+
+    repo = _store(tmp_path / "a", rounds=2, per=300)
+    repo.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "b", copy_function=shutil.copy2)
+    sizes = {}
+    for name, level in (("a", 1), ("b", 19)):
+        repo = Repository.open(tmp_path / name)
+        sizes[level] = pm.gc(repo, prune="now", level=level, retrain=False).bytes_after
+        repo.close()
+    assert sizes[19] < sizes[1]
+
+
+def test_gc_waits_for_readers_only_as_long_as_it_is_told(tmp_path):
+    from ctxstore.errors import LockHeld
+
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    reader = Repository.open(tmp_path)
+    assert next(iter(repo.store)) in reader.store  # holds the shared gc lock from now on
+    start = time.perf_counter()
+    with pytest.raises(LockHeld, match=r"stayed locked for 0\.2s"):
+        pm.gc(repo, prune="now", wait=0.2)
+    assert time.perf_counter() - start < 5  # not the default 10 s
+    reader.close()
+    repo.close()
+
+
+def test_gc_reports_how_long_it_took(tmp_path):
+    repo, _ = build_repo(tmp_path)
+    start = time.perf_counter()
+    res = pm.gc(repo, prune="now")
+    took = time.perf_counter() - start
+    assert 0 < res.seconds <= took + 0.001 and res.seconds == round(res.seconds, 3)
     repo.close()
