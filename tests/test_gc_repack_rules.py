@@ -19,7 +19,7 @@ import pytest
 from ctxstore.errors import CorruptStore
 from ctxstore.maintenance import fsck as fsck_repo
 from ctxstore.maintenance import gc as pm
-from ctxstore.repo import Repository
+from ctxstore.repo import Repository, operations
 from ctxstore.store import repack as rp
 from ctxstore.store.pack import IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
 from tests.oracles import reachability as oracle
@@ -128,18 +128,24 @@ def test_objects_named_again_survive_when_nothing_else_in_their_pack_was_live(tm
     in_old_pack = set(Pack(scratch_pack, sealed=True).ids())
     assert gone <= in_old_pack
 
+    ghost = "e" * 64
+
     def step(name: str) -> None:
         if name == "marked":  # another process names the dead branch again before the delete
             writer = Repository.open(tmp_path)
             writer.refs.set_if_equals(ref, None, tip, message="re-import")
+            with writer.transaction(ref) as tx:  # and adds an event naming a missing object
+                tx.append("MessageAdded", "agent", {"role": "custom", "text": "x"},
+                          {"message_id": ghost})
             writer.close()
 
     res = pm.gc(repo, prune="2.weeks.ago", expire="now", expire_unreachable="now", step=step,
                 wait=5)
+    assert res.missing == [ghost]  # found by the second mark: reported too
     repo.close()
     repo = Repository.open(tmp_path)
-    assert repo.refs.read(ref) == tip and all(oid in repo.store for oid in gone)
-    assert fsck_repo.check(repo, full=True).problems == []
+    assert repo.graph.event(repo.refs.read(ref)).parents == (tip,)
+    assert all(oid in repo.store for oid in gone)
     assert res.objects_rescued == len(gone)
     assert not os.path.exists(scratch_pack)
     # every pack but the old one was too new to rewrite: all kept, plus the rescue pack
@@ -688,18 +694,45 @@ def test_gc_expires_reflog_lines_by_the_ages_it_is_given(tmp_path):
 
     repo, info = build_repo(tmp_path)
     main = f"refs/sessions/{info['session']}/main"
-    now = time.time()
+    now = float(int(time.time()))  # whole seconds: a line's ms can sit exactly at a cutoff
     on_tip, side = repo.refs.reflog(main)[-1].new, info["compaction"]  # side: not an event
 
     def line(new, days):
         return ReflogEntry(new, new, int((now - days * 86400) * 1000), "t", "x")
 
-    lines = [line(on_tip, 50), line(on_tip, 20), line(side, 25), line(side, 15)]
+    lines = [line(on_tip, 50), line(on_tip, 20), line(side, 25), line(side, 15),
+             line(on_tip, 45), line(side, 20)]  # exactly at each cutoff: not older, kept
     repo.refs.replace_reflog(main, lines)
     res = pm.gc(repo, prune="now", now=now, expire="45.days.ago", expire_unreachable="20.days.ago")
     # 50 days: past --expire; 25 days off the tip: past --expire-unreachable
-    assert res.reflog_expired == 2 and repo.refs.reflog(main) == [lines[1], lines[3]]
+    assert res.reflog_expired == 2 and repo.refs.reflog(main) == [lines[1], *lines[3:]]
+    (last, *_) = operations.walk(repo)  # one operation, so `ctx undo` puts them back
+    assert last.op.description == "reflog expire" and len(last.op.reflogs) == 1
     repo.close()
+
+
+def test_reflog_expiry_counts_every_reflog(tmp_path):
+    repo, info = build_repo(tmp_path)
+    names = pm.reflog_names(repo)
+    total = sum(len(repo.refs.reflog(n)) for n in names)
+    assert len(names) >= 3 and total > len(names)
+    res = pm.reflog_expire(repo, expire="never", expire_unreachable="never")
+    assert res.kept == total and res.expired == 0 and sorted(res.refs) == sorted(names)
+    assert sum(r["kept"] for r in res.refs.values()) == total
+
+
+def test_ages_are_exact_durations_in_any_local_time_zone(monkeypatch):
+    """`2.days.ago` is 48 hours before now, also when a daylight-saving change of the local
+    zone lies between (New York left DST on 2023-11-05)."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        now = 1_699_272_000.0  # 2023-11-06 12:00 UTC
+        assert pm.parse_time("2.days.ago", now) == now - 2 * 86400
+        assert pm.parse_time("1.week.ago", now) == now - 7 * 86400
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_gc_recompresses_at_the_level_it_is_given(tmp_path):
