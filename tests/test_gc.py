@@ -223,6 +223,10 @@ def test_gc_killed_at_each_step_never_loses_a_reachable_object(tmp_path):
     steps = _steps_of_a_full_gc(template, tmp_path / "full")
     # every real step, including one delete per candidate pack
     assert steps[:2] == ["reflogs-expired", "marked"] and steps.count("pack-deleted") >= 4
+    # docs/format.md "Garbage collection": seal, write the new pack, then its index, lock, and
+    # only then delete — each a distinct point the loop below kills at
+    assert steps[2:6] == ["sealed", "pack-written", "pack-index-written", "locked"]
+    assert set(steps[6:]) == {"pack-deleted"}
     for kill_at, name in enumerate(steps, 1):
         work = tmp_path / f"kill-{kill_at}"
         shutil.copytree(template, work, copy_function=shutil.copy2)

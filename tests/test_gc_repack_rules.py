@@ -772,3 +772,60 @@ def test_gc_reports_how_long_it_took(tmp_path):
     took = time.perf_counter() - start
     assert 0 < res.seconds <= took + 0.001 and res.seconds == round(res.seconds, 3)
     repo.close()
+
+
+def test_gc_with_nothing_old_enough_does_not_wait_for_readers(tmp_path):
+    """Every pack is newer than --prune: gc deletes nothing, so it neither needs nor waits for
+    the exclusive lock a reader's open store keeps from it."""
+    repo, _ = build_repo(tmp_path)
+    repo.store.put_blob(b"young garbage")
+    repo.store.flush()
+    reader = Repository.open(tmp_path)
+    assert next(iter(repo.store)) in reader.store  # holds the shared gc lock
+    res = pm.gc(repo, wait=0)  # default --prune: two weeks ago
+    assert res.objects_removed == 0 and res.kept_packs == res.packs_before
+    reader.close()
+    repo.close()
+
+
+def test_gc_recompresses_a_pack_with_nothing_dead_in_it(tmp_path):
+    """The rewrite is also how records get gc's compression level, so a candidate is rewritten
+    even when every record in it is live — one pack or several."""
+    for n_packs in (1, 2):
+        root = tmp_path / str(n_packs)
+        repo, info = build_repo(root)
+        repo.store.flush()
+        repo.store.seal_active()
+        if n_packs == 2:  # a second pack, of live records only
+            with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
+                tx.append("MessageAdded", "agent", {"role": "custom", "text": "live too"})
+            repo.store.flush()
+            repo.store.seal_active()
+        old = _sealed_packs(repo)
+        assert len(old) == n_packs
+        live = _live(repo)
+        res = pm.gc(repo, prune="now", level=19, retrain=False)
+        assert res.objects_removed == 0 and not any(os.path.exists(p) for p in old), n_packs
+        assert res.packs_after == 1
+        repo.close()
+        repo = Repository.open(root)
+        assert live <= set(repo.store)
+        repo.close()
+
+
+def test_a_rewrite_without_recompression_merges_its_candidates(tmp_path):
+    """store.repack.repack without `prepare` (records copied byte for byte) still merges every
+    candidate into one pack, and names the packs it removed."""
+    repo, _ = build_repo(tmp_path)
+    repo.store.flush()
+    repo.store.seal_active()
+    _new_pack_with(repo, b"a second pack")
+    old = _sealed_packs(repo)
+    everything = set(repo.store)
+    res = rp.repack(repo.store, everything, float("inf"), exclusive=False)
+    assert sorted(res.removed_packs) == old and res.new_pack and res.objects_removed == 0
+    assert _sealed_packs(repo) == [res.new_pack]
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert set(repo.store) == everything
+    repo.close()
