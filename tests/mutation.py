@@ -74,7 +74,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
                            "tests/test_compaction_checks.py"]),
     "tool-effects": (["ctxstore/state/effects.py", "ctxstore/state/tools.py"],
                      ["tests/test_tool_semantics.py", "tests/test_state_from_transcripts.py",
-                      "tests/test_state_fold.py"]),
+                      "tests/test_state_fold.py", "tests/test_tool_effects_rules.py"]),
 }
 
 STATUS = re.compile(r"^\s*(?P<key>(?P<name>\S+)__mutmut_\d+): (?P<status>.+)$")
