@@ -59,16 +59,18 @@ def _age(path: str, seconds: float) -> None:
     os.utime(path, (t, t))
 
 
-def _open_fds() -> dict[str, str]:
-    """Open descriptor -> the file it is open on (a number can be closed and reused for
-    another file meanwhile). A file deleted since counts as the same file: the store keeps
-    its descriptors on packs gc deleted until its next look-up refreshes the pack list."""
+def _open_fds() -> dict[int, tuple[int, int]]:
+    """Open descriptor -> (device, inode) of the file it is open on: a number can be closed and
+    reused for another file meanwhile; a file renamed or deleted since is the same file (the
+    store keeps its descriptors on packs gc deleted until its next look-up refreshes the pack
+    list; another pytest run may rename an old temporary folder)."""
     out = {}
-    for fd in os.listdir("/proc/self/fd"):
+    for name in os.listdir("/proc/self/fd"):
         try:
-            out[fd] = os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)")
-        except FileNotFoundError:  # listdir's own descriptor
+            st = os.fstat(int(name))
+        except OSError:  # listdir's own descriptor, closed by now
             continue
+        out[int(name)] = (st.st_dev, st.st_ino)
     return out
 
 

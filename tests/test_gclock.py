@@ -111,13 +111,15 @@ def test_creating_the_lock_file_makes_it_in_the_store_and_leaves_no_descriptor_o
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")  # not the store's folder
     def open_on_lock():
+        lock = os.stat(tmp_path / LOCK_NAME)
         out = []
         for fd in os.listdir("/proc/self/fd"):
             try:
-                if os.readlink(f"/proc/self/fd/{fd}") == str(tmp_path / LOCK_NAME):
-                    out.append(fd)
-            except FileNotFoundError:
+                st = os.fstat(int(fd))
+            except OSError:
                 continue
+            if (st.st_dev, st.st_ino) == (lock.st_dev, lock.st_ino):
+                out.append(fd)
         return out
 
     gclock.create_lock_file(str(tmp_path))

@@ -580,3 +580,106 @@ def test_an_effect_as_plain_data_has_only_what_it_says():
     steps = ({"id": "1", "text": "t", "status": "pending"},)
     assert Effect("plan", summary="1 steps", steps=steps).to_dict() == {
         "kind": "plan", "summary": "1 steps", "steps": [dict(steps[0])]}
+
+
+# ---------------------------------------------------------------------------------------------
+# edges found by the mutation run
+
+
+def test_a_call_named_only_in_causality_still_has_its_effects():
+    st = run(ev("ToolCallRequested", {"name": "Write", "args": {"file_path": "c.py", "content": ""}},
+                tool_call_id="w1"),
+             ev("ToolCallFinished", {"preview": "ok"}, tool_call_id="w1"))
+    assert st.modified_paths == ("c.py",) and st.tool_effects == {}
+
+
+def test_a_truncated_call_whose_message_is_gone_uses_its_preview():
+    st = run(ev("ToolCallRequested", {"tool_call_id": "w1", "name": "Write", "args_truncated": True,
+                                      "args": {"file_path": "/r/lo"}}, message_id="M-gone"),
+             ok("w1"), messages={}.get)
+    assert st.modified_paths == ("/r/lo",)
+
+
+def test_a_failed_call_of_a_tool_no_harness_describes_is_an_error():
+    st = run(call("m", "mcp__db__query", {"sql": "x"}), failed("m", "connection refused"))
+    (err,) = st.errors
+    assert (err["name"], err["kind"], err["error"]) == ("mcp__db__query", ERROR, "connection refused")
+    assert "targets" not in err  # it names no file and no command
+
+
+def test_a_result_that_names_no_tool_retries_nothing():
+    st = run(ev("ToolCallFailed", {"tool_call_id": "a", "error": "boom"}),
+             ev("ToolCallFinished", {"tool_call_id": "b", "preview": "ok"}))
+    assert [(e["name"], e["retried"]) for e in st.errors] == [("", False)]
+
+
+def test_deleted_todo_steps_do_not_keep_a_plan_open():
+    st = run(call("t", "TodoWrite", {"todos": [{"content": "a", "status": "completed"},
+                                               {"content": "b", "status": "deleted"}]}))
+    assert st.plan["status"] == "done"
+
+
+def test_effects_without_a_path_change_no_file_list():
+    register_tool("h1", "zz_mixed", lambda a: (Effect("modify"), Effect("read"),
+                                               Effect("modify", "kept.txt")))
+    try:
+        st = run(call("c", "zz_mixed", {}), ok("c"))
+    finally:
+        unregister_tool("h1", "zz_mixed")
+    assert thaw(st.files["modified"]) == [{"path": "kept.txt", "change_summary": "", "event": "e2",
+                                           "tool": "zz_mixed"}]
+    assert st.files["read"] == ()
+
+
+def test_a_refusal_closes_the_open_approval_request_of_its_call():
+    text = "The user doesn't want to proceed with this tool use.  " + "because " * 40
+    st = run(call("1", "Bash", {"command": "rm x"}),
+             ev("ApprovalRequested", {"tool_call_id": "1", "name": "Bash"}),
+             failed("1", text))
+    (entry,) = st.approvals["log"]
+    assert entry["status"] == "denied" and entry["decided_by"] == "e3"
+    assert entry["reason"] == " ".join(text.split())[:200] + "…"
+    assert (st.approvals["requested"], st.approvals["denied"]) == (1, 1)
+
+
+def test_a_denial_recorded_on_its_own_names_its_event_and_reason():
+    st = run(call("1", "Bash", {"command": "rm x"}), failed("1", "Permission denied:\n  by policy"))
+    (entry,) = st.approvals["log"]
+    assert (entry["event"], entry["reason"], entry["status"]) == (
+        "e2", "Permission denied: by policy", "denied")
+
+
+def test_damaged_arguments_name_no_file():
+    for name in ("Read", "Write", "Edit", "TaskCreate", "read", "write", "edit"):
+        for args in ("text", 3, ["a"], None):
+            assert call_effects(name, args) == (), (name, args)
+    assert call_effects("Bash", "text") == (Effect("exec"),)
+    assert call_effects("Grep", 3) == (Effect("search"),)
+
+
+def test_steps_without_text_have_empty_text():
+    (e,) = call_effects("TodoWrite", {"todos": [{"status": "pending"}]})
+    assert [s["text"] for s in e.steps] == [""]
+    (e,) = call_effects("update_plan", {"plan": [{"status": "pending"}]})
+    assert [s["text"] for s in e.steps] == [""]
+    (e,) = call_effects("ExitPlanMode", {"plan": "p" * 300 + "\n1. a"})
+    assert e.summary == "p" * 200
+
+
+def test_patch_line_counts_add_up_per_file():
+    (a, b) = patch_files("*** Update File: a.py\n-x\n-y\n-z\n+w\n*** Add File: b.py\n+1\n+2")
+    assert (a.summary, b.summary) == ("update: +1 -3 lines", "add: +2 -0 lines")
+
+
+def test_a_patch_that_quotes_a_patch_header_is_read_from_its_first_header():
+    patch = ("*** Begin Patch\n*** Add File: docs/patches.md\n+Patches start with:\n"
+             "+*** Begin Patch\n*** Update File: src/a.py\n-x\n+y\n*** End Patch")
+    cmd = f"apply_patch <<'EOF'\n{patch}\nEOF"
+    assert [e.path for e in call_effects("exec_command", {"cmd": cmd}, "codex")] == [
+        "docs/patches.md", "src/a.py"]
+
+
+def test_apply_patch_run_through_env_is_a_patch():
+    patch = "*** Begin Patch\n*** Add File: x\n+a\n*** End Patch"
+    (e,) = call_effects("shell", {"command": ["env", "RUST_LOG=off", "apply_patch", patch]}, "codex")
+    assert (e.kind, e.path) == ("modify", "x")
