@@ -7,6 +7,8 @@
     .venv/bin/python -m tests.mutation --again gc      # after adding tests: re-run only the
                                                        # mutants that were not killed last time
     .venv/bin/python -m tests.mutation --report        # the table of the last runs
+    .venv/bin/python -m tests.mutation --recheck tool-effects  # apply each survivor to the
+                                                       # source and run the tests on it
 
 For each group, a scratch copy of the repository is made in `.mutation/<group>/` and mutmut
 (https://mutmut.readthedocs.io) mutates only that group's files and runs only that group's
@@ -219,7 +221,9 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
     # A changed test list makes mutmut forget every verdict, so a mutant an earlier run
     # killed (and this one did not re-run) reads "not checked": keep the earlier verdict.
     # Tests are only ever added between runs, so what they killed stays killed.
-    verdicts = {k: previous.get(k, s) if s == "not checked" else s
+    # (and a mutant killed once, also by --recheck, stays killed)
+    verdicts = {k: "killed" if previous.get(k) == "killed"
+                else previous.get(k, s) if s == "not checked" else s
                 for k, s in _statuses(mutmut, work).items()}
     (work / "verdicts.json").write_text(json.dumps(verdicts, indent=0, sort_keys=True),
                                         encoding="utf-8")
@@ -227,6 +231,50 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
     (work / "survivors.txt").write_text(_diffs(work, survivors, modules, verdicts),
                                         encoding="utf-8")
     print(f"{name}: {len(verdicts)} mutants in {time.monotonic() - start:.0f} s", file=sys.stderr)
+    return _tally(verdicts, modules)
+
+
+def recheck(name: str) -> dict[str, Counter]:
+    """Apply each mutant the last run did not kill to the scratch copy's source (`mutmut
+    apply`) and run the group's tests on that source directly, one mutant at a time.
+
+    mutmut switches a mutant on when its function is called; code that runs only while a module
+    is imported — the built-in tool table of state/tools.py, built by factories such as
+    `_write(...)` at import — was already built before any mutant was switched on, so its
+    mutants survive mutmut's run whatever the tests check. Applied to the source they are
+    live. Mutants killed this way are listed in `.mutation/<group>/applied.json`."""
+    modules, tests = GROUPS[name]
+    work = WORK / name
+    verdicts = _verdicts(work)
+    mutmut = [sys.executable, "-m", "mutmut"]
+    originals = {m: (work / m).read_bytes() for m in modules}
+    applied = []
+    try:
+        for key, status in sorted(verdicts.items()):
+            if status == "killed":
+                continue
+            subprocess.run([*mutmut, "apply", key], cwd=work, check=True, capture_output=True)
+            try:
+                run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p",
+                                      "no:cacheprovider", "-p", "no:xdist", "-p", "no:timeout",
+                                      *tests], cwd=work, capture_output=True, check=False)
+            finally:
+                for m, data in originals.items():
+                    (work / m).write_bytes(data)
+            if run.returncode in (1, 2):  # a test failed, or the module no longer imports
+                verdicts[key] = "killed"
+                applied.append(key)
+    finally:
+        for m, data in originals.items():
+            (work / m).write_bytes(data)
+    (work / "verdicts.json").write_text(json.dumps(verdicts, indent=0, sort_keys=True),
+                                        encoding="utf-8")
+    (work / "applied.json").write_text(json.dumps(sorted(applied), indent=0), encoding="utf-8")
+    survivors = [k for k, s in verdicts.items() if s != "killed"]
+    (work / "survivors.txt").write_text(_diffs(work, survivors, modules, verdicts),
+                                        encoding="utf-8")
+    print(f"{name}: {len(applied)} more mutants killed when applied to the source",
+          file=sys.stderr)
     return _tally(verdicts, modules)
 
 
@@ -262,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="only print the table of the last runs (finished or not)")
     ap.add_argument("--again", action="store_true",
                     help="reuse the last run's scratch copy: current tests, survivors only")
+    ap.add_argument("--recheck", action="store_true",
+                    help="after a run: apply each survivor to the source and run the tests "
+                         "(mutants of code that runs only at import, which mutmut cannot see)")
     args = ap.parse_args(argv)
     if args.list:
         for name, (modules, tests) in GROUPS.items():
@@ -272,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
     if args.report:
         print(table({g: report(g) for g in args.groups or GROUPS if (WORK / g / "mutants").is_dir()}))
+        return 0
+    if args.recheck:
+        print(table({g: recheck(g) for g in args.groups or GROUPS
+                     if (WORK / g / "verdicts.json").is_file()}))
         return 0
     results = {g: run_group(g, args.max_children, args.again) for g in args.groups or GROUPS}
     print(table(results))
