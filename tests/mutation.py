@@ -33,6 +33,7 @@ import argparse
 import ast
 import difflib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -234,6 +235,34 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
     return _tally(verdicts, modules)
 
 
+#: The tests --recheck runs per applied mutant, where fewer than the group's (one fork each).
+RECHECK_TESTS = {"tool-effects": ["tests/test_tool_semantics.py", "tests/test_tool_effects_rules.py",
+                                  "tests/test_state_fold.py"]}
+
+
+def _run_tests_on_source(work: Path, tests: list[str]) -> int:
+    """pytest's exit code for `tests` run in a fork that imports ctxstore afresh from `work`."""
+    pid = os.fork()
+    if pid == 0:  # child: forget every module of the project, import the mutated source
+        code = 3
+        try:
+            for mod in [m for m in sys.modules if m.split(".")[0] in ("ctxstore", "tests")]:
+                del sys.modules[mod]
+            sys.path.insert(0, str(work))
+            os.chdir(work)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            import pytest
+
+            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                    "-p", "no:timeout", "--rootdir", str(work), *tests]))
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
 def recheck(name: str) -> dict[str, Counter]:
     """Apply each mutant the last run did not kill to the scratch copy's source (`mutmut
     apply`) and run the group's tests on that source directly, one mutant at a time.
@@ -243,28 +272,32 @@ def recheck(name: str) -> dict[str, Counter]:
     `_write(...)` at import — was already built before any mutant was switched on, so its
     mutants survive mutmut's run whatever the tests check. Applied to the source they are
     live. Mutants killed this way are listed in `.mutation/<group>/applied.json`."""
+    import pytest  # noqa: F401  (imported once here, not in every fork)
+    from mutmut.mutation.diff_apply import apply_mutant  # `mutmut apply`, without a process
+
     modules, tests = GROUPS[name]
+    tests = RECHECK_TESTS.get(name, tests)
     work = WORK / name
     verdicts = _verdicts(work)
-    mutmut = [sys.executable, "-m", "mutmut"]
     originals = {m: (work / m).read_bytes() for m in modules}
     applied = []
+    here = os.getcwd()
+    os.chdir(work)  # mutmut finds the mutants from its working directory
     try:
         for key, status in sorted(verdicts.items()):
             if status == "killed":
                 continue
-            subprocess.run([*mutmut, "apply", key], cwd=work, check=True, capture_output=True)
+            apply_mutant(key)
             try:
-                run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p",
-                                      "no:cacheprovider", "-p", "no:xdist", "-p", "no:timeout",
-                                      *tests], cwd=work, capture_output=True, check=False)
+                code = _run_tests_on_source(work, tests)
             finally:
                 for m, data in originals.items():
                     (work / m).write_bytes(data)
-            if run.returncode in (1, 2):  # a test failed, or the module no longer imports
+            if code in (1, 2):  # a test failed, or the module no longer imports
                 verdicts[key] = "killed"
                 applied.append(key)
     finally:
+        os.chdir(here)
         for m, data in originals.items():
             (work / m).write_bytes(data)
     (work / "verdicts.json").write_text(json.dumps(verdicts, indent=0, sort_keys=True),

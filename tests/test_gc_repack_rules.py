@@ -294,10 +294,11 @@ def _rename_pack(path: str, hex_name: str) -> str:
     return new
 
 
-def _left_by_dead_writers(tmp_path):
+def _left_by_dead_writers(tmp_path, busy: list | None = None):
     """A store whose sealed pack sorts first, then an active pack damaged in the middle, then
     four active packs that writers left when they died (no flock on them). Returns (repo,
-    the damaged pack, the four good ones, the blobs those hold)."""
+    the damaged pack, the four good ones, the blobs those hold). With `busy` (a list), one
+    more writer stays at work, its pack sorting between those: (writer, pack) is appended."""
     from ctxstore.store.packstore import PackStore
 
     repo, _ = build_repo(tmp_path)
@@ -310,9 +311,20 @@ def _left_by_dead_writers(tmp_path):
     writers = [PackStore(objects) for _ in range(5)]  # open at once: five active packs
     blobs = [w.put_blob(b"dead writer's garbage %d" % i) for i, w in enumerate(writers)]
     writers[0].put_blob(b"a second record after the one to damage")
+    if busy is not None:  # a sixth pack, whose writer still holds its flock
+        from ctxstore.store.writerlock import open_locked
+
+        before = set(packs.glob("*.pack"))
+        at_work = PackStore(objects)
+        at_work.put_blob(b"a writer still at work")
+        at_work.close()
+        (pack,) = set(packs.glob("*.pack")) - before
+        pack = _rename_pack(str(pack), "1" * 40)
+        busy.append((open_locked(pack), pack))
     for w in writers:
         w.close()
-    active = {p.name for p in packs.glob("*.pack") if not p.with_suffix(".idx").exists()}
+    active = {p.name for p in packs.glob("*.pack") if not p.with_suffix(".idx").exists()
+              and not p.name.startswith(PREFIX + "1" * 40)}
     by_blob, first_record = {}, {}
     for name in active:
         pack = Pack(str(packs / name), sealed=False)
@@ -332,9 +344,15 @@ def _left_by_dead_writers(tmp_path):
     return repo, damaged, good, blobs[1:]
 
 
-def test_sealing_idle_packs_goes_past_sealed_and_damaged_ones(tmp_path):
-    repo, damaged, good, blobs = _left_by_dead_writers(tmp_path)
-    assert rp.seal_idle(repo.store.packs_dir) == good  # not the sealed one, not the damaged one
+def test_sealing_idle_packs_goes_past_sealed_damaged_and_busy_ones(tmp_path):
+    at_work = []
+    repo, damaged, good, blobs = _left_by_dead_writers(tmp_path, busy=at_work)
+    ((lock, busy),) = at_work
+    assert lock is not None
+    assert rp.seal_idle(repo.store.packs_dir) == good  # not sealed, damaged or busy ones
+    assert not os.path.exists(busy[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
+    os.close(lock)  # its writer is gone now: idle
+    assert rp.seal_idle(repo.store.packs_dir) == [busy]
     assert all(os.path.exists(p[:-len(PACK_SUFFIX)] + IDX_SUFFIX) for p in good)
     assert not os.path.exists(damaged[:-len(PACK_SUFFIX)] + IDX_SUFFIX)  # left for fsck
     assert rp.seal_idle(repo.store.packs_dir) == []
@@ -639,6 +657,8 @@ def test_gc_retrains_the_dictionary_by_default_when_it_pays(tmp_path, monkeypatc
     repo = _store(tmp_path)
     dicts = os.path.join(repo.store.path, "dicts")
     before = read_dicts_file(dicts)[0]
+    pm.gc(repo, prune="now", retrain=False)  # told not to: the same dictionaries
+    assert read_dicts_file(dicts)[0] == before
     calls = []
     pm.gc(repo, prune="now", progress=lambda stage, n, total: calls.append((stage, n, total)))
     after = read_dicts_file(dicts)[0]
@@ -646,8 +666,6 @@ def test_gc_retrains_the_dictionary_by_default_when_it_pays(tmp_path, monkeypatc
     # over a thousand records: the recompression reports how far it got, out of how many
     assert {c[0] for c in calls} >= {"mark", "recompress"}
     assert all(0 < n <= total for stage, n, total in calls if stage == "recompress")
-    pm.gc(repo, prune="now", retrain=False)
-    assert read_dicts_file(dicts)[0] == after
     repo.close()
 
 
@@ -830,4 +848,19 @@ def test_a_rewrite_without_recompression_merges_its_candidates(tmp_path):
     repo.close()
     repo = Repository.open(tmp_path)
     assert set(repo.store) == everything
+    repo.close()
+
+
+def test_a_rewrite_without_recompression_drops_the_dead_records_of_one_candidate(tmp_path):
+    repo, _ = build_repo(tmp_path)
+    garbage = repo.store.put_blob(b"garbage")
+    repo.store.flush()
+    repo.store.seal_active()
+    (old,) = _sealed_packs(repo)
+    live = _live(repo)
+    res = rp.repack(repo.store, live, float("inf"), exclusive=False)
+    assert res.removed_packs == [old] and res.objects_removed == 1
+    repo.close()
+    repo = Repository.open(tmp_path)
+    assert garbage not in repo.store and live <= set(repo.store)
     repo.close()
