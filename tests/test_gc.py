@@ -261,10 +261,8 @@ def test_gc_killed_at_random_times(tmp_path):
         check.close()
 
 
-def _reset_away(path):
-    """A session whose `scratch` branch was deleted and its reflog expired: its events, message
-    and blob are garbage in an old pack. Returns (repo, scratch ref, its old tip, its objects)."""
-    repo, info = build_repo(path)
+def scratch_branch(repo, info) -> tuple[str, str]:
+    """Branch `scratch` off main with two events and a blob: (its ref, its tip)."""
     ref = f"refs/sessions/{info['session']}/scratch"
     repo.refs.set_if_equals(ref, None, info["main"])
     with repo.transaction(ref) as tx:
@@ -272,6 +270,14 @@ def _reset_away(path):
         tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch"},
                   {"artifact_id": msg})
         tip = tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch 2"})
+    return ref, tip
+
+
+def _reset_away(path):
+    """A session whose `scratch` branch was deleted and its reflog expired: its events, message
+    and blob are garbage in an old pack. Returns (repo, scratch ref, its old tip, its objects)."""
+    repo, info = build_repo(path)
+    ref, tip = scratch_branch(repo, info)
     repo.refs.set_if_equals(ref, tip, None, message="deleted")
     repo.store.flush()
     live = _live(repo, expire_days=0, unreachable_days=0)

@@ -23,7 +23,7 @@ from ctxstore.repo import Repository, operations
 from ctxstore.store import repack as rp
 from ctxstore.store.pack import IDX_SUFFIX, PACK_SUFFIX, PREFIX, Pack
 from tests.oracles import reachability as oracle
-from tests.test_gc import _live
+from tests.test_gc import _live, scratch_branch
 from tests.test_links import build_repo
 
 MONTH = 30 * 86400
@@ -106,13 +106,7 @@ def _scratch_in_an_old_pack(path):
     repo.store.flush()
     repo.store.seal_active()
     before = set(_sealed_packs(repo))
-    ref = f"refs/sessions/{info['session']}/scratch"
-    repo.refs.set_if_equals(ref, None, info["main"])
-    with repo.transaction(ref) as tx:
-        blob = repo.store.put_blob(b"scratch output " * 40)
-        tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch"},
-                  {"artifact_id": blob})
-        tip = tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch 2"})
+    ref, tip = scratch_branch(repo, info)
     repo.store.flush()
     repo.store.seal_active()
     (scratch_pack,) = set(_sealed_packs(repo)) - before
