@@ -541,6 +541,8 @@ def test_registering_a_tool_again_replaces_it_and_unregistering_restores_the_oth
     register_tool("h2", "zz_tool", lambda a: (Effect("read", "2"),))
     try:
         assert first.outcome is default_outcome and first.reads_result is False
+        assert (first.harness, first.name, first.doc) == ("h1", "zz_tool", "first")
+        assert tool_spec("zz_tool", "h2").doc == ""
         assert is_ambiguous("zz_tool") and ("h1", "zz_tool") in registered_tools()
         assert registered_tools() == sorted(registered_tools())
         again = register_tool("h1", "zz_tool", lambda a: (Effect("read", "1b"),), OK.__eq__,
@@ -683,3 +685,9 @@ def test_apply_patch_run_through_env_is_a_patch():
     patch = "*** Begin Patch\n*** Add File: x\n+a\n*** End Patch"
     (e,) = call_effects("shell", {"command": ["env", "RUST_LOG=off", "apply_patch", patch]}, "codex")
     assert (e.kind, e.path) == ("modify", "x")
+
+
+def test_an_edits_field_that_is_not_a_list_is_a_single_edit():
+    (e,) = call_effects("Edit", {"file_path": "f", "old_string": "a", "new_string": "b\nc",
+                                 "edits": "not a list"})
+    assert e.summary == "edit: -1 +2 lines"
