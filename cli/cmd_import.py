@@ -106,7 +106,6 @@ def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool, follow
 
 def _follow(state, fmt: str | None, paths: list[str], interval: float, as_json: bool) -> None:
     import json
-    import time
     from pathlib import Path
 
     from ctxstore.errors import InvalidInput
@@ -125,8 +124,9 @@ def _follow(state, fmt: str | None, paths: list[str], interval: float, as_json: 
     shown = 0
     if not as_json:
         click.echo(f"Following {path} ({fmt}); Ctrl-C to stop", err=True)
+    stop = _StopOnInterrupt()
     try:
-        while True:
+        while not stop.asked:
             res = follower.poll()
             for w in follower.warnings[shown:]:
                 where = f"{w['file']}:{w['line']}: " if "file" in w else f"{path.name}: "
@@ -141,14 +141,43 @@ def _follow(state, fmt: str | None, paths: list[str], interval: float, as_json: 
                     again = " (rewritten: imported again)" if res["rewritten"] else ""
                     click.echo(f"+{res['lines']} line(s), +{res['new_events']} event(s) "
                                f"session {short(res['session'])}{again}")
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        pass
+            stop.sleep(interval)
     finally:
+        stop.restore()
         follower.close()
     if not as_json:
         click.echo(f"Stopped following {path}: {total['lines']} line(s), "
                    f"{total['new_events']} new event(s)", err=True)
+
+
+class _StopOnInterrupt:
+    """Ctrl-C while following: the first one asks the loop to stop after the poll under way,
+    so an interrupt never lands inside a transaction, a lock or a compression worker's hand-off
+    (a KeyboardInterrupt raised there once left `ctx import --follow` hanging instead of
+    exiting); a second Ctrl-C interrupts at once, as usual."""
+
+    def __init__(self) -> None:
+        import signal
+
+        self.asked = False
+        self._signal = signal
+        self._previous = signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        if self.asked:
+            raise KeyboardInterrupt
+        self.asked = True
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep up to `seconds`, in short steps so that a stop is seen within 0.1 s."""
+        import time
+
+        end = time.monotonic() + seconds
+        while not self.asked and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
+
+    def restore(self) -> None:
+        self._signal.signal(self._signal.SIGINT, self._previous)
 
 
 def _default_paths(fmt: str | None, quiet: bool) -> list[str]:

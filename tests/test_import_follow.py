@@ -120,3 +120,24 @@ def test_follow_cli_stops_cleanly_on_ctrl_c(tmp_path):
     want = _reference(tmp_path, src.name, b"".join(lines[:30]), "pi")
     assert _branches(repo) == want
     repo.close()
+
+
+def test_first_ctrl_c_asks_the_follow_loop_to_stop_and_a_second_interrupts():
+    """An interrupt must not land inside a poll (a transaction, a lock, a compression worker's
+    hand-off): the first Ctrl-C only sets the flag the loop checks between polls."""
+    from ctxstore.cli.cmd_import import _StopOnInterrupt
+
+    before = signal.getsignal(signal.SIGINT)
+    stop = _StopOnInterrupt()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.asked  # no KeyboardInterrupt: the poll under way finishes
+        started = time.monotonic()
+        stop.sleep(30)
+        assert time.monotonic() - started < 1  # a stop asked for ends the wait at once
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler runs here at the latest
+    finally:
+        stop.restore()
+    assert signal.getsignal(signal.SIGINT) is before
