@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import struct
-import threading
 import zlib
 from concurrent.futures import ProcessPoolExecutor
 
@@ -236,8 +235,8 @@ def test_verify_in_this_process_names_the_same_problems(tmp_path, monkeypatch, w
     """`verify` called directly: the oracle's problems in pack order, progress that ends at the
     number of records, and worker processes exactly when it may use them: asked for (or left
     to choose, for a store of at least PARALLEL_MIN records), on a machine with more than one
-    CPU, from a process with one thread (pytest-xdist's workers have more: then everything is
-    checked here)."""
+    CPU — forked from a process with one thread, else from a fork server (pytest-xdist's
+    workers have more threads)."""
     ids = _store(tmp_path, seal=True)
     _damage(tmp_path, ids)
     expected = oracle(tmp_path)
@@ -264,11 +263,9 @@ def test_verify_in_this_process_names_the_same_problems(tmp_path, monkeypatch, w
     with PackStore(tmp_path) as s:
         total = sum(p.count() for p in s.packs())
         monkeypatch.setattr(fsck, "PARALLEL_MIN", total if min_parallel == "all" else total + 1)
-        single = threading.active_count() == 1
         problems = [(p.kind, p.id, p.pack, p.offset)
                     for p in fsck.verify(s, progress=seen.append, workers=workers)]
-    parallel = single and (workers == 2 or workers is None and min_parallel == "all"
-                           and fsck._cpus() > 1)
+    parallel = workers == 2 or workers is None and min_parallel == "all" and fsck._cpus() > 1
     assert len(submitted) >= 2 if parallel else submitted == []
     assert (checked_here == []) is parallel  # the workers did the checking, or this process
     records = [p for p in problems if p[0] != "index"]

@@ -1,9 +1,11 @@
 """fsck with worker processes reports exactly what a serial fsck reports.
 
-`verify(workers=N)` hands runs of records to forked workers only when this process has a single
-thread (pytest-xdist and pytest-timeout may add threads), so the check runs in a freshly forked
-child — one thread — and counts the runs it actually submitted: a "parallel" check that quietly
-ran serially would prove nothing about the workers.
+`verify(workers=N)` forks its workers when this process has a single thread, and takes them from
+a fork server when it has more (pytest-xdist and pytest-timeout add threads). These tests run
+the check in a freshly forked child — one thread, so the fork path — and count the runs it
+actually submitted: a "parallel" check that quietly ran serially would prove nothing about the
+workers. `test_fsck_batch.py` runs it in the test process (a fork server under xdist) and
+`test_start_method_*` below pin which method is chosen when.
 """
 
 from __future__ import annotations
@@ -82,3 +84,29 @@ def test_parallel_fsck_reports_every_damaged_record_in_order(tmp_path):
     assert runs >= 2
     assert [(kind, oid, offset) for kind, oid, _, offset in parallel] == \
            [("checksum", oid, off) for oid, _, off in victims]
+
+
+@pytest.mark.parametrize("threads, methods, expected", [
+    (1, ["fork", "spawn", "forkserver"], "fork"),
+    (2, ["fork", "spawn", "forkserver"], "forkserver"),
+    (1, ["spawn", "forkserver"], "forkserver"),
+    (3, ["fork", "spawn"], None),
+    (1, ["spawn"], None),
+])
+def test_start_method_is_fork_only_from_one_thread(monkeypatch, threads, methods, expected):
+    """fork from a process with other threads can leave a lock held in the child forever."""
+    monkeypatch.setattr(fsck.threading, "active_count", lambda: threads)
+    monkeypatch.setattr(fsck, "_start_methods", lambda: methods)
+    assert fsck._start_method() == expected
+
+
+def test_start_method_none_checks_everything_here(tmp_path, monkeypatch):
+    """Without a safe way to start workers, `workers=2` verifies in this process: no pool."""
+    with PackStore(tmp_path) as s:
+        put_events(s, 30)
+    made = []
+    monkeypatch.setattr(fsck, "_start_method", lambda: None)
+    monkeypatch.setattr(fsck, "ProcessPoolExecutor", lambda *a, **k: made.append(a))
+    with PackStore(tmp_path) as s:
+        assert list(fsck.verify(s, workers=2)) == []
+    assert made == []

@@ -66,10 +66,9 @@ def verify(store: PackStore, progress: Callable[[int], None] | None = None,
     if workers is None:
         workers = _cpus() if sum(p.count() for p in packs) >= PARALLEL_MIN else 1
     pool = None
-    # Forked workers inherit only this thread; with others running (a writer's group-commit
-    # thread, an embedding application's threads) fork is unsafe, so verify in this process.
-    if workers > 1 and threading.active_count() == 1 and "fork" in _start_methods():
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"),
+    method = _start_method() if workers > 1 else None
+    if method is not None:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context(method),
                                    initializer=_init_worker,
                                    initargs=(store.path, _dictionaries(store)))
     try:
@@ -103,6 +102,20 @@ def _start_methods() -> list[str]:
     import multiprocessing
 
     return multiprocessing.get_all_start_methods()
+
+
+def _start_method() -> str | None:
+    """How to start worker processes here, or None to verify in this process.
+
+    fork is the cheapest, but a forked child inherits only the calling thread: with other
+    threads running (a writer's group-commit or compression thread, an embedding application's
+    threads, pytest-xdist's) a lock one of them held stays held in the child forever. Then the
+    workers come from a fork server, a clean single-threaded process that imports what the
+    workers need itself (tens of milliseconds, paid once per `verify`)."""
+    methods = _start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else None
 
 
 def _verify_pack(pack: Pack, pool, check_run) -> Iterator[Problem | int]:
