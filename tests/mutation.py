@@ -69,7 +69,8 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "transaction": (["ctxstore/repo/transaction.py", "ctxstore/repo/operations.py"],
                     ["tests/test_transaction.py", "tests/test_oplog_machine.py",
                      "tests/test_writer_contract.py", "tests/test_write_ordering.py",
-                     "tests/test_transaction_details.py", "tests/test_bulk_append.py"]),
+                     "tests/test_transaction_details.py", "tests/test_bulk_append.py",
+                     "tests/test_branch_append.py"]),
     "builder": (["ctxstore/context/builder.py"],
                 ["tests/test_context_builder.py", "tests/test_invariants_context.py",
                  "tests/test_adapters.py", "tests/test_budget_fill.py",
@@ -115,7 +116,9 @@ def _config(modules: list[str], tests: list[str]) -> str:
         'also_copy = ["docs", "benchmarks", "setup.py", "README.md"]\n'
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         # no xdist/timeout plugins inside mutmut's forked runs; mutmut has its own timeouts
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:timeout"]\n'
+        # (tests.mutmut_workers: fork-server workers can record calls in the stats run)
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:timeout", '
+        '"-p", "tests.mutmut_workers"]\n'
     )
 
 
