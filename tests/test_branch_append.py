@@ -94,7 +94,7 @@ def test_extend_then_add_continue_the_chain(tmp_path, monkeypatch):
     assert calls == [("new", ids[0]), ("absent", ids[1]), ("absent", ids[2]), ("absent", last)]
     assert br.appended == [*ids, last]
     assert br.fields[:3] == [{**m, "parents": [p], "generation": g}
-                             for m, p, g in zip(_maps(3), [base, *ids[:2]], [2, 3, 4])]
+                             for m, p, g in zip(_maps(3), [base, *ids[:2]], [2, 3, 4], strict=True)]
 
     with repo.transaction(message="reset") as tx:
         tx.set_ref(branch, base)
