@@ -298,13 +298,19 @@ def test_damage_does_not_stop_the_check_of_what_follows(tmp_path):
                              f"magic/version at offset {off}"
 
 
-def test_junk_after_the_last_record_of_a_sealed_pack_is_damage(tmp_path):
-    """A torn tail is normal only in an active pack: a sealed one never grows."""
+def _a_sealed_pack(tmp_path):
+    """(path, name) of a sealed pack in a store of 30 events at `tmp_path`."""
     with PackStore(tmp_path, seal_size=2048, dict_samples=0) as s:
-        [s.put("value", ev) for ev in _events(30)]
+        for ev in _events(30):
+            s.put("value", ev)
     with PackStore(tmp_path) as s:
         pack = next(p for p in s.packs() if p.sealed)
-        path, name = pack.path, pack.name
+        return pack.path, pack.name
+
+
+def test_junk_after_the_last_record_of_a_sealed_pack_is_damage(tmp_path):
+    """A torn tail is normal only in an active pack: a sealed one never grows."""
+    path, name = _a_sealed_pack(tmp_path)
     end = os.path.getsize(path)
     with open(path, "ab") as f:
         f.write(b"\x00" * 10)
@@ -314,11 +320,7 @@ def test_junk_after_the_last_record_of_a_sealed_pack_is_damage(tmp_path):
 
 
 def test_a_file_that_is_no_pack_is_named(tmp_path):
-    with PackStore(tmp_path, seal_size=2048, dict_samples=0) as s:
-        [s.put("value", ev) for ev in _events(30)]
-    with PackStore(tmp_path) as s:
-        pack = next(p for p in s.packs() if p.sealed)
-        path, name = pack.path, pack.name
+    path, name = _a_sealed_pack(tmp_path)
     with open(path, "r+b") as f:
         f.write(b"JUNK")
     with PackStore(tmp_path) as s:

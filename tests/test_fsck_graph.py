@@ -182,30 +182,21 @@ def test_a_pending_call_summarized_away_is_named(tmp_path):
     """Invariant 2: a call with no result at the tip must not be among the events a compaction
     on that branch replaced (the open-call rule reads the events' payload and causality)."""
     repo, info = build_repo(tmp_path)
-    call = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "c_open"},
-                  causality={"tool_call_id": "c_open"})
-    comp = repo.store.put_object(Compaction(session=info["session"], first_event=call,
-                                            last_event=call, first_kept="",
-                                            source_event_ids=(call,)))
-    tip = repo.store.put("event", Event("CompactionCompleted", "system", {}, (call,),
-                                        repo.graph.generation(call) + 1, "",
-                                        {"compaction_id": comp}).to_dict())
-    main = f"refs/sessions/{info['session']}/main"
-    repo.refs.set_if_equals(main, info["main"], tip)
+    call, comp, _ = _pending_setup(repo, info)
     problems = [p for p in _problems(repo) if p[0] == "tool-pair"]
     assert [(kind, oid) for kind, oid, _ in problems] == [("tool-pair", call)]
     assert problems[0][2] == f"refs/sessions/{info['session']}/main: pending tool call c_open " \
                              f"({call[:12]}) was summarized away by compaction {comp[:12]}"
 
 
-def _pending_setup(repo, info):
-    """The session's main tip: a compaction that replaced a call still pending there."""
+def _pending_setup(repo, info, kind="CompactionCompleted"):
+    """The session's main tip: a compaction (event `kind`) over a call still pending there."""
     call = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "c_open"},
                   causality={"tool_call_id": "c_open"})
     comp = repo.store.put_object(Compaction(session=info["session"], first_event=call,
                                             last_event=call, first_kept="",
                                             source_event_ids=(call,)))
-    tip = repo.store.put("event", Event("CompactionCompleted", "system", {}, (call,),
+    tip = repo.store.put("event", Event(kind, "system", {}, (call,),
                                         repo.graph.generation(call) + 1, "",
                                         {"compaction_id": comp}).to_dict())
     repo.refs.set_if_equals(f"refs/sessions/{info['session']}/main", info["main"], tip)
@@ -225,15 +216,7 @@ def test_a_pending_call_is_checked_once_per_tip_whatever_other_refs_exist(tmp_pa
 
 def test_only_a_completed_compaction_replaces_events(tmp_path):
     repo, info = build_repo(tmp_path)
-    call = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "c_open"},
-                  causality={"tool_call_id": "c_open"})
-    comp = repo.store.put_object(Compaction(session=info["session"], first_event=call,
-                                            last_event=call, first_kept="",
-                                            source_event_ids=(call,)))
-    tip = repo.store.put("event", Event("CompactionProposed", "system", {}, (call,),
-                                        repo.graph.generation(call) + 1, "",
-                                        {"compaction_id": comp}).to_dict())
-    repo.refs.set_if_equals(f"refs/sessions/{info['session']}/main", info["main"], tip)
+    _pending_setup(repo, info, "CompactionProposed")
     assert [p for p in _problems(repo) if p[0] == "tool-pair"] == []
 
 

@@ -49,26 +49,36 @@ def test_intact_index_is_clean(sealed):
 
 def test_index_covering_another_length(sealed):
     store_dir, path, idx, entries, length = sealed
+    _assert_covers_another_length(store_dir, idx, entries, length, os.path.basename(path)[:-5],
+                                  "index")
+
+
+def _assert_covers_another_length(store_dir, idx, entries, length, name, what):
+    """`what` ("index" or "partial index") written for 7 more bytes than the pack has."""
     _write(idx, entries, length + 7)
-    name = os.path.basename(path)[:-5]
     assert _problems(store_dir, fields=True) == [
-        ("index", f"index of pack {name} covers {length + 7} bytes, pack has {length}", None,
+        ("index", f"{what} of pack {name} covers {length + 7} bytes, pack has {length}", None,
          name, None)]
 
 
-def test_index_naming_a_wrong_offset_or_missing_an_object(sealed):
-    store_dir, path, idx, entries, length = sealed
-    name = os.path.basename(path)[:-5]
+def _assert_wrong_offset_and_missing(store_dir, idx, entries, length, name, what):
+    """`what` naming its first object one byte off and leaving out its second: both named."""
     (a, off_a), (b, off_b) = sorted(entries.items())[:2]
     moved = dict(entries)
     moved[a] = off_a + 1
     del moved[b]
     _write(idx, moved, length)
     assert _problems(store_dir, fields=True) == [
-        ("index", f"index of pack {name} names {a.hex()} at offset {off_a + 1}, where the pack "
+        ("index", f"{what} of pack {name} names {a.hex()} at offset {off_a + 1}, where the pack "
                   f"has no such record", a.hex(), name, off_a + 1),
-        ("index", f"object {b.hex()} in pack {name} at offset {off_b} is missing from its index",
-         b.hex(), name, off_b)]
+        ("index", f"object {b.hex()} in pack {name} at offset {off_b} is missing from its "
+                  f"{what}", b.hex(), name, off_b)]
+
+
+def test_index_naming_a_wrong_offset_or_missing_an_object(sealed):
+    store_dir, path, idx, entries, length = sealed
+    _assert_wrong_offset_and_missing(store_dir, idx, entries, length,
+                                     os.path.basename(path)[:-5], "index")
 
 
 def test_index_naming_an_object_the_pack_lacks(sealed):
@@ -98,6 +108,20 @@ def test_index_checksum_and_truncation(sealed):
     assert (kind, oid, pack, offset) == ("index", None, name, None)
 
 
+def _flip_under_a_worker(store_dir, dictionaries, path, sealed, at):
+    """Start a worker in this process, check that the whole pack verifies clean, flip a bit of
+    the byte `at` bytes into a record's payload, and return what the worker finds then."""
+    fsck._init_worker(str(store_dir), dictionaries)
+    end = os.path.getsize(path)
+    assert fsck._verify_chunk(path, sealed, 8, end) == []
+    with open(path, "r+b") as f:
+        f.seek(at + codec.RECORD_HEAD_SIZE)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x20]))
+    return fsck._verify_chunk(path, sealed, 8, end)
+
+
 def test_the_worker_function_verifies_a_run_of_records(tmp_path):
     with PackStore(tmp_path, dict_samples=0) as s:
         ids = put_events(s, 10)
@@ -106,15 +130,7 @@ def test_the_worker_function_verifies_a_run_of_records(tmp_path):
         pack = s.packs()[0]
         off = pack.locate(ids[4], bytes.fromhex(ids[4]))
         assert s.get(ids[4]) == event(4)
-    fsck._init_worker(str(tmp_path), {})
-    end = os.path.getsize(pack.path)
-    assert fsck._verify_chunk(pack.path, False, 8, end) == []
-    with open(pack.path, "r+b") as f:
-        f.seek(off + codec.RECORD_HEAD_SIZE + 2)
-        b = f.read(1)
-        f.seek(-1, 1)
-        f.write(bytes([b[0] ^ 0x20]))
-    problems = fsck._verify_chunk(pack.path, False, 8, end)
+    problems = _flip_under_a_worker(tmp_path, {}, pack.path, False, off + 2)
     assert [(p.kind, p.id, p.offset) for p in problems] == [("checksum", ids[4], off)]
     assert problems[0].message.startswith(f"object {ids[4]} in pack {pack.name} at offset {off}: ")
 
@@ -149,15 +165,8 @@ def test_a_worker_verifies_sealed_runs_with_the_store_dictionary(tmp_path, hande
     victim = next(i for i in ids if pack.locate(i, bytes.fromhex(i)) >= 0
                   and _comp(pack.path, pack.locate(i, bytes.fromhex(i))) == codec.COMP_ZSTD_DICT)
     off = pack.locate(victim, bytes.fromhex(victim))
-    fsck._init_worker(str(tmp_path), dictionaries)
+    problems = _flip_under_a_worker(tmp_path, dictionaries, pack.path, True, off + 3)
     end = os.path.getsize(pack.path)
-    assert fsck._verify_chunk(pack.path, True, 8, end) == []
-    with open(pack.path, "r+b") as f:
-        f.seek(off + codec.RECORD_HEAD_SIZE + 3)
-        b = f.read(1)
-        f.seek(-1, 1)
-        f.write(bytes([b[0] ^ 0x20]))
-    problems = fsck._verify_chunk(pack.path, True, 8, end)
     assert [(p.kind, p.id, p.pack, p.offset) for p in problems] == \
            [("checksum", victim, pack.name, off)]
     size = codec.record_span(open(pack.path, "rb").read(), off)[1]
@@ -200,20 +209,8 @@ def test_partial_index_damage_is_named(active):
         f.write(data)
     assert _problems(store_dir, fields=True) == [
         ("index", f"partial index of pack {name}: checksum mismatch", None, name, None)]
-    _write(pidx, entries, length + 7)
-    assert _problems(store_dir, fields=True) == [
-        ("index", f"partial index of pack {name} covers {length + 7} bytes, pack has {length}",
-         None, name, None)]
-    (a, off_a), (b, off_b) = sorted(entries.items())[:2]
-    moved = dict(entries)
-    moved[a] = off_a + 1
-    del moved[b]
-    _write(pidx, moved, length)
-    assert _problems(store_dir, fields=True) == [
-        ("index", f"partial index of pack {name} names {a.hex()} at offset {off_a + 1}, where "
-                  f"the pack has no such record", a.hex(), name, off_a + 1),
-        ("index", f"object {b.hex()} in pack {name} at offset {off_b} is missing from its "
-                  f"partial index", b.hex(), name, off_b)]
+    _assert_covers_another_length(store_dir, pidx, entries, length, name, "partial index")
+    _assert_wrong_offset_and_missing(store_dir, pidx, entries, length, name, "partial index")
     with open(pidx, "wb") as f:
         f.write(data[:100])
     ((kind, message, oid, pack, offset),) = _problems(store_dir, fields=True)
