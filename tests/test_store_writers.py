@@ -12,6 +12,7 @@ import types
 import pytest
 
 from ctxstore.store import fsck, packwriter
+from ctxstore.store.pack import _RECORD_START, HEADER_SIZE, later_record, scan
 from ctxstore.store.packstore import PackStore
 from tests.test_store_pack import event, put_events
 
@@ -72,3 +73,58 @@ def test_short_writes_are_finished(tmp_path, short_writes, in_transaction):
     with PackStore(tmp_path) as s:
         assert [s.get(i) for i in ids] == [event(i) for i in range(20)]
         assert list(fsck.verify(s, workers=1)) == []
+
+
+def _active_pack(tmp_path, n=6):
+    """(path, bytes, [(hex id, offset, size)]) of an active pack of `n` events."""
+    with PackStore(tmp_path, dict_samples=0) as s:
+        put_events(s, n)
+        path = next(p.path for p in s.packs() if not p.sealed)
+    data = open(path, "rb").read()
+    entries, end = scan(data, HEADER_SIZE)
+    assert len(entries) == n and end == len(data)
+    return path, data, entries
+
+
+def test_later_record_finds_the_next_whole_record_only(tmp_path):
+    """From any position: the first offset after it where a whole record with a good crc
+    starts; the record magic alone (in junk, or a record cut short) is not one."""
+    _, data, entries = _active_pack(tmp_path)
+    offs = [off for _, off, _ in entries]
+    for here, nxt in zip(offs, [*offs[1:], -1], strict=True):
+        assert later_record(data, here) == nxt
+        assert later_record(data, here - 1) == here  # from the byte before: this one
+    assert later_record(data, len(data)) == -1
+    fake = _RECORD_START + b"\x00" * 40  # a record's first bytes, then nothing valid
+    cut = offs[2]
+    junk = data[:cut] + fake + fake + data[cut:]
+    assert later_record(junk, offs[1]) == cut + 2 * len(fake)
+    assert later_record(junk, cut) == cut + 2 * len(fake)
+    assert later_record(data[:cut] + fake + data[cut:cut + 30], offs[1]) == -1  # cut short
+
+
+def test_takeover_cuts_a_tail_that_only_looks_like_records(tmp_path):
+    """Junk holding the record magic after the last record is a torn tail: cut, records kept.
+    A whole record after bad bytes is damage in the middle: the pack is left untouched."""
+    path, data, entries = _active_pack(tmp_path)
+    fake = _RECORD_START + b"\x00" * 40
+    with open(path, "ab") as f:
+        f.write(b"torn" + fake)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        found, end = packwriter.recover(fd, path)
+    finally:
+        os.close(fd)
+    assert end == len(data) == os.path.getsize(path)
+    assert sorted(found) == sorted(h for h, _, _ in entries)
+
+    last = entries[-1]
+    with open(path, "ab") as f:
+        f.write(b"torn" + data[last[1]:last[1] + last[2]])  # bad bytes, then a whole record
+    size = os.path.getsize(path)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        assert packwriter.recover(fd, path) is None
+    finally:
+        os.close(fd)
+    assert os.path.getsize(path) == size
