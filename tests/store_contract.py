@@ -78,6 +78,15 @@ class StoreContract:
         with pytest.raises(ObjectNotFound):
             store.resolve("abcd" + "0" * 8 if not any(i.startswith("abcd00000000") for i in ids) else "ffff0000ffff")
 
+    def test_ids_with_prefix_of_any_length(self, store):
+        """`ids_with_prefix` is the filter of every id by `startswith`, whatever the length: a
+        one-digit prefix stands for sixteen first bytes (packs index ids by first byte)."""
+        ids = sorted(store.put("value", i) for i in range(300))
+        store.flush()
+        for prefix in ["", *"0123456789abcdef", ids[7][:2], ids[7][:3], ids[7][:33], ids[7]]:
+            assert sorted(store.ids_with_prefix(prefix)) == \
+                [i for i in ids if i.startswith(prefix)], prefix
+
     def test_ambiguous_prefix(self, store):
         ids = [store.put("value", i) for i in range(5000)]
         by4: dict[str, list[str]] = {}

@@ -100,6 +100,14 @@ def merge_index(base: PackIndex | None, entries: list[tuple[bytes, int]], pack_l
     return b"".join(parts)
 
 
+def _prefix_bounds(prefix: str) -> tuple[bytes, int]:
+    """(the smallest id a hex prefix allows, the largest first byte it allows). A prefix of
+    one digit stands for sixteen first bytes ("3": 0x30 to 0x3f), so its ids span sixteen
+    fan-out buckets; from two digits on, one."""
+    low = bytes.fromhex((prefix + "0" * 64)[:64])
+    return low, int((prefix + "ff")[:2], 16)
+
+
 def _position(ids: bytes, lo: int, hi: int, key: bytes) -> int:
     """Where `key` sorts among the 32-byte ids `ids[32*lo:32*hi]` (bisect_left)."""
     while lo < hi:
@@ -246,7 +254,7 @@ class PackIndex:
         mm = self._mm
         if mm is None:
             mm = self._open()
-        low = bytes.fromhex((prefix + "0" * 64)[:64])
+        low, last = _prefix_bounds(prefix)
         lo, hi = self._fanout[low[0]], self._fanout[low[0] + 1]
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -255,7 +263,7 @@ class PackIndex:
                 lo = mid + 1
             else:
                 hi = mid
-        end = self._fanout[low[0] + 1]
+        end = self._fanout[last + 1]
         while lo < end:
             p = IDS_START + (lo << 5)
             hex_id = mm[p:p + 32].hex()
@@ -402,10 +410,10 @@ class PartialIndex(PackIndex):
     def with_prefix(self, prefix: str) -> Iterator[str]:
         if self._fd is None:
             self._open()
-        low = bytes.fromhex((prefix + "0" * 64)[:64])
-        lo, hi = self._fanout[low[0]], self._fanout[low[0] + 1]
+        low, last = _prefix_bounds(prefix)
+        lo, hi = self._fanout[low[0]], self._fanout[last + 1]
         ids = self._bytes(IDS_START + 32 * lo, IDS_START + 32 * hi)
-        for i in range(_position(ids, 0, hi - lo, low), hi - lo):
+        for i in range(_position(ids, 0, self._fanout[low[0] + 1] - lo, low), hi - lo):
             hex_id = ids[32 * i:32 * i + 32].hex()
             if not hex_id.startswith(prefix):
                 return
