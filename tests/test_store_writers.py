@@ -11,9 +11,10 @@ import types
 
 import pytest
 
+from ctxstore.errors import CorruptObject
 from ctxstore.store import fsck, packwriter
 from ctxstore.store.pack import _RECORD_START, HEADER_SIZE, later_record, scan
-from ctxstore.store.packstore import PackStore
+from ctxstore.store.packstore import PackStore, _dicts_line
 from tests.test_store_pack import event, put_events
 
 
@@ -128,3 +129,35 @@ def test_takeover_cuts_a_tail_that_only_looks_like_records(tmp_path):
     finally:
         os.close(fd)
     assert os.path.getsize(path) == size
+
+
+def test_a_dicts_line_naming_a_missing_zdict_is_named_by_reads_and_fsck(tmp_path):
+    """A record compressed with a dictionary whose zdict object the store lacks: the read and
+    `dicts_problems` both name the file, the line and the zdict id."""
+    with PackStore(tmp_path, seal_size=8192, dict_samples=40) as s:
+        ids = [s.put("value", event(i, "ran the tests, 3 failed " * 4)) for i in range(120)]
+        path = s._dicts_path()
+    dict_id, zid = open(path).read().split()
+    missing = "ab" * 32
+    with open(path, "w") as f:
+        f.write(f"{int(dict_id) + 1} {zid}\n{dict_id} {missing}\n")
+    message = (f"{path}:2: dictionary {dict_id} names zdict {missing}, which is not in the "
+               f"store")
+    with PackStore(tmp_path) as s:
+        with pytest.raises(CorruptObject) as exc:  # the read names the record, then why
+            for i in ids[40:]:
+                s.get(i)
+        assert str(exc.value).endswith(f" at offset {exc.value.details['offset']}: {message}")
+        (problem,) = [p for p in s.dicts_problems() if missing in str(p)]
+        assert str(problem) == message
+        assert (problem.details["path"], problem.details["id"]) == (path, missing)
+
+
+def test_dicts_line_names_the_line_or_a_question_mark(tmp_path):
+    path = str(tmp_path / "dicts")
+    assert _dicts_line(path, "ab" * 32) == "?"  # no file
+    with open(path, "w") as f:
+        f.write(f"1 {'cd' * 32}\n2 {'ef' * 32}\n3 {'ab' * 32}\n")
+    assert _dicts_line(path, "ab" * 32) == 3
+    assert _dicts_line(path, "cd" * 32) == 1
+    assert _dicts_line(path, "12" * 32) == "?"
