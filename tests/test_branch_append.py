@@ -110,6 +110,19 @@ def test_extend_then_add_continue_the_chain(tmp_path, monkeypatch):
     repo.close()
 
 
+def test_add_then_extend_checks_nothing_after_the_first_new_event(tmp_path, monkeypatch):
+    repo = _session(tmp_path, "r")
+    calls = _spy(monkeypatch, repo.store)
+    with repo.transaction(message="one, then bulk") as tx:
+        br = tx.branch()
+        first = _add(tx, br, 0)
+        br.extend(_maps(3, start=1))
+        ids = list(br.appended)
+    assert ids[0] == first
+    assert calls == [("new", first), *[("absent", i) for i in ids[1:]]]
+    repo.close()
+
+
 def test_extend_on_a_branch_of_no_session_marks_nothing(tmp_path):
     """Refs outside refs/sessions/ have no session to mark, however many generations pass."""
     repo = _session(tmp_path, "r")
@@ -128,6 +141,7 @@ def test_extend_on_a_branch_of_no_session_marks_nothing(tmp_path):
         marked = fresh.store.get(marked).parents[0]
     assert fresh.graph.generation(marked) == txmod.SESSION_MARK_EVERY
     assert fresh.session_marks.get(marked) is None
+    assert not fresh.session_marks._path(marked).exists()  # no file either (not even "None")
     fresh.close()
     repo.close()
 
