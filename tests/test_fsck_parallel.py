@@ -110,3 +110,28 @@ def test_start_method_none_checks_everything_here(tmp_path, monkeypatch):
     with PackStore(tmp_path) as s:
         assert list(fsck.verify(s, workers=2)) == []
     assert made == []
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_workers_start_the_way_start_method_chose(tmp_path, monkeypatch, method):
+    """The pool is made with the chosen start method (a pool of the platform's default would
+    fork from a process with other threads), and finds a flipped byte either way."""
+    with PackStore(tmp_path, dict_samples=0) as s:
+        ids = put_events(s, 40)
+    with PackStore(tmp_path) as s:
+        pack, off = _record_offset(s, ids[17])
+    _flip(pack.path, off + codec.RECORD_HEAD_SIZE + 3)
+    made = []
+
+    class Recording(ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            made.append(kwargs["mp_context"].get_start_method())
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(fsck, "_start_method", lambda: method)
+    monkeypatch.setattr(fsck, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(fsck, "CHUNK", 8)
+    with PackStore(tmp_path) as s:
+        problems = [(p.kind, p.id, p.offset) for p in fsck.verify(s, workers=2)]
+    assert made == [method]
+    assert problems == [("checksum", ids[17], off)]
