@@ -15,6 +15,7 @@ from ctxstore.errors import CorruptObject
 from ctxstore.store import fsck, packwriter
 from ctxstore.store.pack import _RECORD_START, HEADER_SIZE, later_record, scan
 from ctxstore.store.packstore import PackStore, _dicts_line
+from tests.test_bulk_append import _records
 from tests.test_store_pack import event, put_events
 
 
@@ -161,3 +162,55 @@ def test_dicts_line_names_the_line_or_a_question_mark(tmp_path):
     assert _dicts_line(path, "ab" * 32) == 3
     assert _dicts_line(path, "cd" * 32) == 1
     assert _dicts_line(path, "12" * 32) == "?"
+
+
+def _encoded(i):
+    from ctxstore import codec as c
+
+    return c.encode_object("value", event(i))
+
+
+def test_put_new_catches_up_with_other_writers_at_most_once_a_period(tmp_path, monkeypatch):
+    """Another writer's object is found when the catch-up period has passed (no second
+    record, "not new"); within the period it is stored again and counted as new, as the
+    docstring says — and the next catch-up waits a whole period from the last one."""
+    from ctxstore.store import packstore
+
+    clock = [1000.0]
+    monkeypatch.setattr(packstore.time, "monotonic", lambda: clock[0])
+    other = PackStore(tmp_path, dict_samples=0)
+    mine = PackStore(tmp_path, dict_samples=0)
+    (a, body_a), (b, body_b), (c, body_c), (d, body_d) = map(_encoded, (1, 2, 3, 4))
+    first, body = _encoded(0)
+    assert mine.put_new(first, "value", body) is True  # caught up now
+    other.put("value", event(1))
+    other.put("value", event(2))
+    other.flush()
+    clock[0] += packstore.CATCH_UP_SECONDS - 0.001  # within the period: not looked for
+    assert mine.put_new(a, "value", body_a) is True
+    clock[0] += 0.001  # a whole period since the last catch-up: found
+    assert mine.put_new(b, "value", body_b) is False
+    other.put("value", event(3))
+    other.put("value", event(4))
+    other.flush()
+    clock[0] += packstore.CATCH_UP_SECONDS / 2  # the period restarted at that catch-up
+    assert mine.put_new(c, "value", body_c) is True
+    clock[0] += packstore.CATCH_UP_SECONDS / 2
+    assert mine.put_new(d, "value", body_d) is False
+    assert mine.put_new(b, "value", body_b) is False  # known by now
+    mine.close()
+    other.close()
+    with PackStore(tmp_path) as s:
+        assert [s.get(i) for i in (a, b, c, d)] == [event(1), event(2), event(3), event(4)]
+        records = _records(s)
+    assert [records.count(i) for i in (a, b, c, d)] == [2, 1, 2, 1]
+
+
+def test_put_absent_shares_the_gc_lock_like_every_put(tmp_path):
+    """A put must hold gc's shared lock (a gc waits for writers), the unchecked one too."""
+    oid, body = _encoded(0)
+    with PackStore(tmp_path, dict_samples=0) as s:
+        assert not s.gc_lock.held
+        s.put_absent(oid, "value", body)
+        assert s.gc_lock.held
+        assert s.get(oid) == event(0)
