@@ -10,7 +10,9 @@ bad bytes with intact records after them are.
 Two halves, so that the expensive one runs on every core: this process walks the record headers
 of a pack (finding damage and each record's offset) and checks its index; runs of at most
 `CHUNK` well-framed records are verified (crc, zstd, blake3, canonical form) by worker processes
-when the store holds at least `PARALLEL_MIN` records, else right here. Problems come out in the
+when the store holds at least `PARALLEL_MIN` records, else right here. Workers are forked, or
+come from a fork server when this process runs other threads (see `_start_method`); a worker
+that dies costs time, not answers: its runs are checked here. Problems come out in the
 same order either way: by pack, by offset, then the index's.
 """
 
