@@ -57,12 +57,18 @@ def test_sealed_packs_lists_sealed_packs_only_smallest_first(tmp_path):
     assert [s for s, _ in sealed] == sorted(s for s, _ in sealed)
 
 
-def test_consolidate_merges_exactly_the_chosen_packs(tmp_path):
+def _six_packs(tmp_path, at_least):
+    """(ids, packs dir, its sealed packs, how many consolidation will merge: >= at_least)."""
     ids = _sealed_store(tmp_path, 6)
     packs_dir = os.path.join(tmp_path, "packs")
     before = pc.sealed_packs(packs_dir)
     k = pc.choose([s for s, _ in before])
-    assert k >= 2
+    assert k >= at_least
+    return ids, packs_dir, before, k
+
+
+def test_consolidate_merges_exactly_the_chosen_packs(tmp_path):
+    ids, packs_dir, before, k = _six_packs(tmp_path, 2)
     chosen = [p for _, p in before[:k]]
     chosen_ids = {raw.hex() for p in chosen for raw, _ in PackIndex(p[:-5] + IDX_SUFFIX).entries()}
     for path in chosen[:2]:  # left by a crash between sealing and the partial index's removal
@@ -116,11 +122,7 @@ def _flip_a_record(path):
 
 
 def test_a_damaged_pack_is_left_out_of_the_merge_and_kept(tmp_path):
-    ids = _sealed_store(tmp_path, 6)
-    packs_dir = os.path.join(tmp_path, "packs")
-    before = pc.sealed_packs(packs_dir)
-    k = pc.choose([s for s, _ in before])
-    assert k >= 3
+    ids, packs_dir, before, k = _six_packs(tmp_path, 3)
     damaged = before[1][1]
     _flip_a_record(damaged)
     removed = pc.consolidate(packs_dir, max_packs=len(before) - 1)
