@@ -266,3 +266,83 @@ def test_copy_records_of_a_vanished_pack(one_pack):
     os.unlink(pack.path)
     assert pc.copy_records(fresh, fd, HEADER_SIZE, {}) is None
     assert _out(fd) == HEADER
+
+
+# -- _merge: the files a merge leaves --------------------------------------------------------
+
+def test_a_merge_of_two_packs_leaves_one_named_and_indexed_pack(tmp_path, monkeypatch):
+    """Two packs merged: one new sealed pack named `pack-<40 hex>` with its index, mode 0644
+    (under the usual umask), nothing written outside packs/ (not in the working directory),
+    no temporary file, and the two packs and their indexes gone."""
+    ids = _sealed_store(tmp_path / "store", 2)
+    packs_dir = os.path.join(tmp_path, "store", "packs")
+    before = pc.sealed_packs(packs_dir)
+    assert len(before) == 2
+    files = set(os.listdir(packs_dir))
+    held = sorted(raw for _, p in before for raw, _ in PackIndex(p[:-5] + IDX_SUFFIX).entries())
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    old_umask = os.umask(0o022)
+    try:
+        removed = pc._merge([p for _, p in before], packs_dir)
+    finally:
+        os.umask(old_umask)
+    assert sorted(removed) == sorted(p for _, p in before)
+    assert os.listdir(cwd) == []
+    gone = {os.path.basename(p)[:-5] + suffix for _, p in before for suffix in (".pack", IDX_SUFFIX)}
+    new = set(os.listdir(packs_dir)) - files
+    assert set(os.listdir(packs_dir)) == (files - gone) | new
+    (pack,) = [n for n in new if n.endswith(".pack")]
+    stem = pack[:-len(".pack")]
+    assert new == {pack, stem + IDX_SUFFIX}
+    assert stem.startswith("pack-") and len(stem) == len("pack-") + 40
+    int(stem[len("pack-"):], 16)  # hex
+    assert oct(os.stat(os.path.join(packs_dir, pack)).st_mode & 0o777) == oct(0o644)
+    index = PackIndex(os.path.join(packs_dir, stem + IDX_SUFFIX))
+    assert sorted(raw for raw, _ in index.entries()) == held
+    with open(os.path.join(packs_dir, pack), "rb") as f:
+        assert f.read(HEADER_SIZE) == HEADER
+    with PackStore(tmp_path / "store") as s:
+        assert [s.get(i) for i in ids] == [event(n) for n in range(len(ids))]
+        assert list(verify(s, workers=1)) == []
+
+
+def test_a_merge_that_fails_keeps_every_pack_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """The disk fails while the merged pack is made durable: the error reaches the caller,
+    the temporary pack is removed, and every old pack and index stays."""
+    _sealed_store(tmp_path, 3)
+    packs_dir = os.path.join(tmp_path, "packs")
+    files = sorted(os.listdir(packs_dir))
+    before = pc.sealed_packs(packs_dir)
+
+    def fdatasync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(pc.os, "fdatasync", fdatasync)
+    with pytest.raises(OSError, match="Input/output error"):
+        pc._merge([p for _, p in before], packs_dir)
+    assert sorted(os.listdir(packs_dir)) == files
+    assert pc.sealed_packs(packs_dir) == before
+
+
+def test_a_merge_writes_records_once_even_if_two_packs_hold_them(tmp_path):
+    """An object in two packs (a crash between a merge's rename and its deletes leaves such
+    duplicates) is copied once; the index names it once, at its first copy."""
+    _sealed_store(tmp_path, 2)
+    packs_dir = os.path.join(tmp_path, "packs")
+    (_, a), (_, b) = pc.sealed_packs(packs_dir)
+    twin = os.path.join(packs_dir, "pack-" + "7" * 40 + ".pack")
+    with open(a, "rb") as src, open(twin, "wb") as dst:
+        dst.write(src.read())
+    with open(a[:-5] + IDX_SUFFIX, "rb") as src, open(twin[:-5] + IDX_SUFFIX, "wb") as dst:
+        dst.write(src.read())
+    unique = {raw for p in (a, b) for raw, _ in PackIndex(p[:-5] + IDX_SUFFIX).entries()}
+    removed = pc._merge([a, twin, b], packs_dir)
+    assert sorted(removed) == sorted([a, twin, b])
+    ((size, new),) = pc.sealed_packs(packs_dir)
+    entries = PackIndex(new[:-5] + IDX_SUFFIX).entries()
+    assert sorted(raw for raw, _ in entries) == sorted(unique)
+    records = _records(Pack(new, True))
+    assert size == HEADER_SIZE + sum(len(r) for _, r in records)
+    assert len(records) == len(unique)

@@ -11,9 +11,9 @@ import types
 
 import pytest
 
-from ctxstore.errors import CorruptObject
-from ctxstore.store import fsck, packwriter
-from ctxstore.store.pack import _RECORD_START, HEADER_SIZE, later_record, scan
+from ctxstore.errors import CorruptObject, CorruptStore
+from ctxstore.store import fsck, pack, packwriter
+from ctxstore.store.pack import _RECORD_START, HEADER_SIZE, Pack, later_record, scan
 from ctxstore.store.packstore import PackStore, _dicts_line
 from tests.test_bulk_append import _records
 from tests.test_store_pack import event, put_events
@@ -214,3 +214,171 @@ def test_put_absent_shares_the_gc_lock_like_every_put(tmp_path):
         s.put_absent(oid, "value", body)
         assert s.gc_lock.held
         assert s.get(oid) == event(0)
+
+
+# -- recovery of an active pack, step by step ----------------------------------------------
+
+@pytest.fixture
+def os_calls(monkeypatch):
+    """Names (and first arguments) of the file calls packwriter makes, in order."""
+    calls = []
+    proxy = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
+    for name in ("fsync", "fdatasync", "ftruncate", "pwrite", "unlink"):
+        real = getattr(os, name)
+
+        def call(*args, _name=name, _real=real):
+            calls.append((_name, *args[1:2]))
+            return _real(*args)
+
+        setattr(proxy, name, call)
+    monkeypatch.setattr(packwriter, "os", proxy)
+    return calls
+
+
+def _recover(path, start=HEADER_SIZE):
+    fd = os.open(path, os.O_RDWR)
+    try:
+        return packwriter.recover(fd, path, start)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("head", [b"", b"CPA"], ids=["empty", "torn-header"])
+def test_recovering_a_pack_cut_in_its_header_writes_the_header_again(tmp_path, os_calls, head):
+    """A crash while a pack was being born (fewer bytes than its header): the pack is made an
+    empty pack with a whole header, durably, and holds nothing."""
+    path = str(tmp_path / "pack-x.pack")
+    with open(path, "wb") as f:
+        f.write(head)
+    assert _recover(path) == ({}, HEADER_SIZE)
+    with open(path, "rb") as f:
+        assert f.read() == pack.HEADER
+    assert [c[0] for c in os_calls] == ["ftruncate", "pwrite", "fsync"]
+
+
+def test_recovering_an_intact_pack_changes_nothing(tmp_path, os_calls):
+    path, data, entries = _active_pack(tmp_path)
+    del os_calls[:]  # the store that wrote it has synced
+    found, end = _recover(path)
+    assert end == len(data)
+    assert found == {h: (off, size) for h, off, size in entries}
+    assert os_calls == []  # no truncation and no sync when nothing was torn
+    with open(path, "rb") as f:
+        assert f.read() == data
+
+
+def test_recovering_from_an_end_mark_returns_only_the_records_after_it(tmp_path):
+    path, data, entries = _active_pack(tmp_path)
+    mark = entries[2][1]
+    found, end = _recover(path, mark)
+    assert found == {h: (off, size) for h, off, size in entries[2:]}
+    assert end == len(data)
+
+
+def test_recovery_drops_a_last_record_whose_crc_fails_and_syncs_the_cut(tmp_path, os_calls):
+    """Every byte of the last record arrived but its payload is wrong (a power cut can leave
+    zeros): it is cut off, the cut made durable, and the records before it kept."""
+    path, data, entries = _active_pack(tmp_path)
+    del os_calls[:]  # the store that wrote it has synced
+    last = entries[-1]
+    with open(path, "r+b") as f:
+        f.seek(last[1] + last[2] - 1)
+        f.write(bytes([data[last[1] + last[2] - 1] ^ 0xFF]))
+    found, end = _recover(path)
+    assert end == last[1] == os.path.getsize(path)
+    assert found == {h: (off, size) for h, off, size in entries[:-1]}
+    assert os_calls == [("ftruncate", last[1]), ("fsync",)]
+
+
+def test_recovery_keeps_the_first_of_two_records_of_one_object(tmp_path):
+    """An object written twice (two writers raced on it): the map names its first record."""
+    path, data, entries = _active_pack(tmp_path)
+    first = entries[1]
+    with open(path, "ab") as f:
+        f.write(data[first[1]:first[1] + first[2]])
+    found, end = _recover(path)
+    assert found[first[0]] == (first[1], first[2])
+    assert end == len(data) + first[2] and len(found) == len(entries)
+
+
+def test_recovery_refuses_a_file_that_is_not_a_pack(tmp_path):
+    path = str(tmp_path / "pack-x.pack")
+    with open(path, "wb") as f:
+        f.write(b"NOPE" + b"\x01\x00\x00\x00" + b"x" * 40)
+    with pytest.raises(CorruptStore, match="is not a ctxstore pack"):
+        _recover(path)
+    assert os.path.getsize(path) == 48
+
+
+def test_take_over_reads_the_partial_index_again_and_scans_after_its_end(tmp_path):
+    """The previous writer extended the partial index: a takeover uses the new end mark and
+    keeps only the records after it in the scanned map."""
+    path, data, entries = _active_pack(tmp_path)
+    p = Pack(path, sealed=False)
+    assert p.load_partial() == HEADER_SIZE  # no partial index yet
+    fd = os.open(path, os.O_RDWR)
+    try:
+        p.offsets = {h: (off, size) for h, off, size in entries}
+        p.scanned = len(data)
+        packwriter.extend_partial(p, entries[3][1])  # what the previous writer did
+        assert p.indexed_end == entries[3][1]
+        q = Pack(path, sealed=False)
+        assert packwriter.take_over(fd, q)
+        assert q.indexed_end == entries[3][1]
+        assert q.offsets == {h: (off, size) for h, off, size in entries[3:]}
+        assert q.scanned == len(data)
+        assert sorted(q.ids()) == sorted(h for h, _, _ in entries)
+        with open(path, "ab") as f:  # bad bytes, then a whole record: damage in the middle
+            f.write(b"torn" + data[entries[0][1]:entries[0][1] + entries[0][2]])
+        assert not packwriter.take_over(fd, Pack(path, sealed=False))
+    finally:
+        os.close(fd)
+        p.close()
+
+
+# -- sealing ------------------------------------------------------------------------------
+
+def test_sealing_makes_the_data_durable_before_the_index_and_then_reads_through_it(tmp_path,
+                                                                                   os_calls):
+    """seal(): fdatasync of the pack, then the index (a stale `.idx.lock` of a dead writer
+    removed first), then the partial index removed; the sealing process itself now reads
+    through the index (no scanned map, no partial index) and finds every object."""
+    s = PackStore(tmp_path, dict_samples=0, durability="never")
+    ids = put_events(s, 30)
+    writer = s._writer
+    p = writer.pack
+    writer._index_to(writer.size - 1)  # a partial index the seal must supersede
+    pidx = p.path[:-5] + ".pidx"
+    assert os.path.exists(pidx)
+    open(p.path[:-5] + ".idx.lock", "w").close()
+    del os_calls[:]
+    sealed = writer.seal()
+    names = [c[0] for c in os_calls]
+    assert names[0] == "fdatasync"
+    assert ("unlink", ) in [c[:1] for c in os_calls] and names.index("unlink") > 0
+    assert not os.path.exists(p.path[:-5] + ".idx.lock")
+    assert os.path.exists(p.path[:-5] + ".idx") and not os.path.exists(pidx)
+    assert sealed is p and p.sealed and p.offsets == {} and p.partial is None
+    assert writer.pack is None and writer._fd is None
+    assert sorted(p.ids()) == sorted(ids)
+    assert [s.get(i) for i in ids] == [event(i) for i in range(30)]
+    s.close()
+    with PackStore(tmp_path) as s:
+        assert list(fsck.verify(s, workers=1)) == []
+
+
+def test_a_queued_batch_that_crosses_seals_is_written_once_and_whole(tmp_path):
+    """A transaction's queued bodies written together (bodyqueue) fill more than one pack:
+    each seal is followed by a new pack, every object is written exactly once, in put order,
+    and all read back."""
+    with PackStore(tmp_path, seal_size=1024, max_packs=1000, dict_samples=0) as s:
+        s.begin_transaction()
+        ids = put_events(s, 60)
+        s.end_transaction()
+        records = _records(s)
+        sealed = [p for p in s.packs() if p.sealed]
+    assert len(sealed) >= 5
+    assert sorted(records) == sorted(ids) and len(records) == len(ids)
+    with PackStore(tmp_path) as s:
+        assert [s.get(i) for i in ids] == [event(i) for i in range(60)]
+        assert list(fsck.verify(s, workers=1)) == []
