@@ -58,20 +58,22 @@ def build_index(entries: list[tuple[bytes, int]], pack_length: int) -> bytes:
 
 
 def merge_index(base: PackIndex | None, entries: list[tuple[bytes, int]], pack_length: int) -> bytes:
-    """`build_index(base's entries + entries, pack_length)`, byte for byte, without re-sorting
-    the base: the new entries are sorted and spliced into the base's id and offset arrays.
+    """The index of base's entries and then `entries`, where an id listed more than once keeps
+    its earliest offset (its first record in the pack), without re-sorting the base: the new
+    entries are sorted and spliced into the base's id and offset arrays. Byte for byte what
+    `build_index` makes of the same (id, offset) pairs.
 
     What a writer uses to extend an active pack's partial index (or seal it) after a group
     commit: the cost is one read of the base plus a search per new entry, not a sort of the
-    whole pack. An id already in the base keeps the base's offset (its first record), as in
-    `build_index`'s "a duplicate id keeps one offset" (here: the earlier one)."""
+    whole pack."""
+    first = sorted(dict(reversed(entries)).items())
     count = len(base) if base is not None else 0
     if count == 0:
-        return build_index(entries, pack_length)
+        return build_index(first, pack_length)
     fanout = base._fanout
     body = base._bytes(IDS_START, IDS_START + 40 * count)  # ids, then offsets
     ids_end, new = 32 * count, []
-    for raw, off in sorted(dict(reversed(entries)).items()):
+    for raw, off in first:
         pos = _position(body, fanout[raw[0]], fanout[raw[0] + 1], raw)
         if pos == count or body[32 * pos:32 * pos + 32] != raw:
             new.append((raw, off, pos))
