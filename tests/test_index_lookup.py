@@ -212,3 +212,14 @@ def test_prefix_bounds():
     assert packindex._prefix_bounds("3a7") == (bytes([0x3a, 0x70]) + bytes(30), 0x3a)
     full = "ab" * 32
     assert packindex._prefix_bounds(full) == (bytes.fromhex(full), 0xab)
+
+
+def test_bytes_of_an_index_not_opened_yet(tmp_path):
+    """merge_index reads a base's ids and offsets through `_bytes`, which opens the index if
+    nothing has yet."""
+    for cls in KINDS:
+        path, _ = _write(tmp_path, _ids("uniform", 3), cls)
+        index = cls(path)
+        assert index._bytes(0, 4) == b"CIDX"
+        assert index._bytes(0, 4) == b"CIDX"  # and again, opened
+        index.close()

@@ -25,6 +25,7 @@ from tests.test_store_pack import event
     ([], 0), ([5], 0), ([1, 1], 2), ([1, 1, 1], 3), ([1, 10], 0), ([1, 1, 10], 2),
     ([2, 3], 2), ([2, 4], 0), ([2, 5], 0), ([4, 5, 6, 100], 3), ([1, 4, 16], 0),
     ([3, 1, 1], 3),  # a later small pack still counts against all before it
+    ([1, 1, 3], 3), ([2, 2, 2, 7], 4),  # against all before it together, not the last one
 ])
 def test_choose_merges_the_smallest_run_that_leaves_a_geometric_rest(sizes, k):
     """k smallest packs: the longest prefix whose last member is < twice all before it."""
@@ -101,6 +102,13 @@ def test_consolidate_leaves_the_packs_alone_when_it_should(tmp_path):
     finally:
         os.close(lock)
     assert pc.sealed_packs(packs_dir) == before
+    old_umask = os.umask(0o022)
+    try:
+        os.unlink(os.path.join(packs_dir, pc.LOCK_NAME))
+        assert pc.consolidate(packs_dir, max_packs=len(before)) == []
+    finally:
+        os.umask(old_umask)
+    assert os.stat(os.path.join(packs_dir, pc.LOCK_NAME)).st_mode & 0o777 == 0o644
 
 
 def test_consolidate_does_nothing_when_the_sizes_are_already_geometric(tmp_path, monkeypatch):

@@ -382,3 +382,42 @@ def test_a_queued_batch_that_crosses_seals_is_written_once_and_whole(tmp_path):
     with PackStore(tmp_path) as s:
         assert [s.get(i) for i in ids] == [event(i) for i in range(60)]
         assert list(fsck.verify(s, workers=1)) == []
+
+
+def test_seal_orphans_returns_the_packs_it_sealed(tmp_path):
+    a = PackStore(tmp_path, dict_samples=0)
+    b = PackStore(tmp_path, dict_samples=0)
+    put_events(a, 3)
+    put_events(b, 3, start=3)
+    a.close()
+    b.close()
+    with PackStore(tmp_path, dict_samples=0) as s:
+        candidates = [p for p in s.packs() if not p.sealed]
+    writer = packwriter.PackWriter(str(tmp_path / "packs"), "never")
+    chosen, orphans = writer.acquire(candidates)
+    assert len(orphans) == 1 and orphans[0] is not chosen
+    assert writer.seal_orphans() == orphans and orphans[0].sealed
+    assert writer.orphans == [] and writer.seal_orphans() == []
+    writer.close()
+
+
+def test_a_queued_batch_skips_what_the_pack_it_takes_over_at_a_seal_holds(tmp_path):
+    """A transaction's batch crosses a seal; the next pack is another writer's (closed since),
+    which already holds some of the batch's objects: those are not written a second time, and
+    the rest of the batch after them is written."""
+    kw = dict(seal_size=1024, max_packs=1000, dict_samples=0)
+    a = PackStore(tmp_path, **kw)
+    put_events(a, 1, start=1000)  # a's writer has its own active pack
+    b = PackStore(tmp_path, **kw)
+    theirs = put_events(b, 3, start=100)  # into b's own pack (a's is locked)
+    b.close()  # unlocked, still active; a has not looked at it
+    a.begin_transaction()
+    ids = put_events(a, 6, start=0) + put_events(a, 3, start=100) + put_events(a, 6, start=200)
+    a.end_transaction()
+    records = _records(a)
+    assert [records.count(i) for i in theirs] == [1, 1, 1]
+    assert all(records.count(i) == 1 for i in ids)
+    a.close()
+    with PackStore(tmp_path) as s:
+        assert [s.get(i) for i in ids] == [event(i) for i in [*range(6), *range(100, 103),
+                                                               *range(200, 206)]]
