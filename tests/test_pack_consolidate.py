@@ -354,3 +354,57 @@ def test_a_merge_writes_records_once_even_if_two_packs_hold_them(tmp_path):
     records = _records(Pack(new, True))
     assert size == HEADER_SIZE + sum(len(r) for _, r in records)
     assert len(records) == len(unique)
+
+
+def test_sealed_packs_goes_on_past_a_pack_that_vanishes_while_listed(tmp_path, monkeypatch):
+    """A pack deleted between the listing and its stat (another consolidation) is left out;
+    the packs after it are still listed."""
+    _sealed_store(tmp_path, 3)
+    packs_dir = os.path.join(tmp_path, "packs")
+    before = pc.sealed_packs(packs_dir)
+    real_stat, gone = os.stat, []
+
+    def stat(path, *a, **kw):
+        if not gone:  # the first pack looked at has just been deleted
+            gone.append(path)
+            raise FileNotFoundError(path)
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(pc.os, "stat", stat)
+    assert pc.sealed_packs(packs_dir) == [(s, p) for s, p in before if p != gone[0]]
+
+
+def test_copy_records_writes_in_chunks_of_about_chunk_bytes(one_pack, monkeypatch):
+    """Records go out in writes of at least `_CHUNK` bytes each (the last: the rest), so a
+    copy holds about one chunk in memory, whatever the pack's size."""
+    pack, fd, _ = one_pack
+    monkeypatch.setattr(pc, "_CHUNK", 600)
+    writes = []
+    real = pc._write
+    monkeypatch.setattr(pc, "_write", lambda fd, data: writes.append(len(data)) or real(fd, data))
+    records = _records(pack)
+    biggest = max(len(r) for _, r in records)
+    pc.copy_records(pack, fd, HEADER_SIZE, {})
+    assert sum(writes) == sum(len(r) for _, r in records)
+    assert len(writes) >= sum(writes) // (600 + biggest)
+    assert all(600 <= n < 600 + biggest for n in writes[:-1]) and writes[-1] < 600 + biggest
+
+
+def test_a_merge_finishes_writes_the_os_accepts_only_in_part(tmp_path, monkeypatch):
+    ids = _sealed_store(tmp_path, 3)
+    packs_dir = os.path.join(tmp_path, "packs")
+    before = pc.sealed_packs(packs_dir)
+    real_write, sizes = os.write, []
+
+    def write(fd, data):
+        n = real_write(fd, bytes(data)[:7])
+        sizes.append(n)
+        return n
+
+    monkeypatch.setattr(pc.os, "write", write)
+    removed = pc._merge([p for _, p in before], packs_dir)
+    monkeypatch.undo()
+    assert sorted(removed) == sorted(p for _, p in before) and max(sizes) == 7
+    with PackStore(tmp_path) as s:
+        assert [s.get(i) for i in ids] == [event(n) for n in range(len(ids))]
+        assert list(verify(s, workers=1)) == []
