@@ -305,8 +305,9 @@ def test_recovery_refuses_a_file_that_is_not_a_pack(tmp_path):
     path = str(tmp_path / "pack-x.pack")
     with open(path, "wb") as f:
         f.write(b"NOPE" + b"\x01\x00\x00\x00" + b"x" * 40)
-    with pytest.raises(CorruptStore, match="is not a ctxstore pack"):
+    with pytest.raises(CorruptStore) as exc:
         _recover(path)
+    assert str(exc.value) == f"{path} is not a ctxstore pack (bad magic)"
     assert os.path.getsize(path) == 48
 
 
@@ -322,6 +323,10 @@ def test_take_over_reads_the_partial_index_again_and_scans_after_its_end(tmp_pat
         p.scanned = len(data)
         packwriter.extend_partial(p, entries[3][1])  # what the previous writer did
         assert p.indexed_end == entries[3][1]
+        # exactly the records before the end mark: not the one that starts at it
+        assert sorted(p.partial.entries()) == sorted((bytes.fromhex(h), off)
+                                                     for h, off, _ in entries[:3])
+        assert p.offsets == {h: (off, size) for h, off, size in entries[3:]}
         q = Pack(path, sealed=False)
         assert packwriter.take_over(fd, q)
         assert q.indexed_end == entries[3][1]
@@ -359,7 +364,7 @@ def test_sealing_makes_the_data_durable_before_the_index_and_then_reads_through_
     assert not os.path.exists(p.path[:-5] + ".idx.lock")
     assert os.path.exists(p.path[:-5] + ".idx") and not os.path.exists(pidx)
     assert sealed is p and p.sealed and p.offsets == {} and p.partial is None
-    assert writer.pack is None and writer._fd is None
+    assert writer.pack is None and writer._fd is None and writer._pending == 0
     assert sorted(p.ids()) == sorted(ids)
     assert [s.get(i) for i in ids] == [event(i) for i in range(30)]
     s.close()
@@ -421,3 +426,97 @@ def test_a_queued_batch_skips_what_the_pack_it_takes_over_at_a_seal_holds(tmp_pa
     with PackStore(tmp_path) as s:
         assert [s.get(i) for i in ids] == [event(i) for i in [*range(6), *range(100, 103),
                                                                *range(200, 206)]]
+
+
+@pytest.fixture
+def index_writes(monkeypatch):
+    """(file name, fsync) of every index file packwriter writes."""
+    writes = []
+    real = packwriter.write_file_atomically
+
+    def write(path, data, fsync=True):
+        writes.append((os.path.basename(path).split(".")[-1], fsync))
+        return real(path, data, fsync=fsync)
+
+    monkeypatch.setattr(packwriter, "write_file_atomically", write)
+    return writes
+
+
+@pytest.mark.parametrize("durability", ["always", "batch", "never"])
+def test_partial_indexes_and_seals_are_synced_per_durability(tmp_path, index_writes, durability):
+    """A partial index is made durable unless durability is "never" (its end mark may then
+    only name bytes the OS has); a seal's index is always made durable (rule 7 of the write
+    ordering); extending the partial index to where it already ends writes nothing."""
+    s = PackStore(tmp_path, dict_samples=0, durability=durability, index_every=2048)
+    put_events(s, 40)
+    s.flush()
+    assert index_writes and {name for name, _ in index_writes} == {"pidx"}
+    assert {fsync for _, fsync in index_writes} == {durability != "never"}
+    writer = s._writer
+    n = len(index_writes)
+    packwriter.extend_partial(writer.pack, writer.pack.indexed_end)
+    assert len(index_writes) == n
+    writer.seal()
+    assert index_writes[-1] == ("idx", True)
+    s.close()
+    with PackStore(tmp_path) as s:
+        assert list(fsck.verify(s, workers=1)) == []
+
+
+def test_good_end_of_an_intact_buffer_keeps_every_record(tmp_path):
+    _, data, entries = _active_pack(tmp_path)
+    assert pack.good_end(data, entries, len(data)) == (len(data), len(entries))
+    cut = data[:-1]  # the last record's last byte lost: scan stops before it
+    found, end = scan(cut, HEADER_SIZE)
+    assert pack.good_end(cut, found, end) == (entries[-1][1], len(entries) - 1)
+    tail = data[entries[2][1]:]  # a buffer that starts at offset base of the pack
+    found, end = scan(tail, 0, entries[2][1])
+    assert pack.good_end(tail, found, end, entries[2][1]) == (len(data), len(entries) - 2)
+
+
+def test_the_group_commit_thread_is_a_named_daemon(tmp_path):
+    """Named so that a stack dump says what it is; a daemon, so that a program that forgets
+    to close its store still exits (its last records are then only as durable as the OS)."""
+    s = PackStore(tmp_path, dict_samples=0, durability="batch")
+    put_events(s, 1)
+    thread = s._writer._thread
+    assert thread.name == "ctxstore-sync" and thread.daemon and thread.is_alive()
+    s.close()
+    assert not thread.is_alive()
+
+
+def test_create_pack_makes_a_locked_pack_with_its_header(tmp_path, monkeypatch):
+    """`pack-<40 hex>.pack` in the packs directory, mode 0644, holding its header, locked by
+    the returned descriptor; nothing left under a temporary name or in the working directory.
+    If the rename fails the descriptor is closed and the error raised."""
+    packs_dir = tmp_path / "packs"
+    packs_dir.mkdir()
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    old_umask = os.umask(0o022)
+    try:
+        fd, path = pack.create_pack(str(packs_dir))
+    finally:
+        os.umask(old_umask)
+    try:
+        name = os.path.basename(path)
+        assert os.path.dirname(path) == str(packs_dir) and os.listdir(packs_dir) == [name]
+        assert name.startswith("pack-") and name.endswith(".pack") and len(name) == 50
+        int(name[5:45], 16)
+        assert os.stat(path).st_mode & 0o777 == 0o644 and os.listdir(cwd) == []
+        with open(path, "rb") as f:
+            assert f.read() == pack.HEADER
+        assert packwriter.open_locked(path) is None  # ours
+    finally:
+        os.close(fd)
+
+    def rename(src, dst):
+        raise OSError(28, "No space left on device")
+
+    before = set(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(pack.os, "rename", rename)
+    with pytest.raises(OSError, match="No space left"):
+        pack.create_pack(str(packs_dir))
+    monkeypatch.undo()
+    assert set(os.listdir("/proc/self/fd")) == before
