@@ -271,9 +271,6 @@ def test_probe_order_is_sealed_packs_largest_first_then_active(tmp_path, monkeyp
     r.close()
 
 
-@pytest.mark.xfail(strict=True, reason="_start calls self._reorder() without sizes: every sealed "
-                   "pack then sorts as size 0, so a writer probes its sealed packs in the order "
-                   "it came to know them, not largest first as _reorder's docstring says")
 def test_a_writer_keeps_the_probe_order_once_it_starts_its_next_pack(tmp_path):
     with PackStore(tmp_path, dict_samples=0, max_packs=100) as s:
         by_size = _packs_of_growing_size(tmp_path, s)
@@ -687,9 +684,6 @@ def test_seal_active_flush_and_close_without_a_pack_are_no_ops(tmp_path, monkeyp
     assert str(exc.value) == "the store is closed"
 
 
-@pytest.mark.xfail(strict=True, reason="put on a closed store takes the shared gc lock (_known -> "
-                   "_share) before _start raises 'the store is closed', and nothing releases it "
-                   "again: gc then waits for (and gives up on) a store that was closed")
 def test_a_put_on_a_closed_store_leaves_the_gc_lock_alone(tmp_path):
     s = PackStore(tmp_path, dict_samples=0)
     put_blob(s, 0)

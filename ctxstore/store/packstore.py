@@ -115,6 +115,8 @@ class PackStore(ObjectStore):
         self._sync = (sync_interval, sync_objects, index_every, index_at_close)
         self._packs: dict[str, Pack] = {}
         self._order: list[Pack] = []
+        #: sealed packs' sizes at the last listing: the probe order (`_reorder`)
+        self._sizes: dict[str, int] = {}
         self._dicts: dict[int, str] = {}
         decompressor = codec.Decompressor(self._load_dictionary)
         self._decompress, self._read = decompressor.decompress, decompressor.read
@@ -161,13 +163,15 @@ class PackStore(ObjectStore):
             if self._packs[stem] is not mine:
                 self._packs.pop(stem).close()
                 changed = True
+        self._sizes = sizes
         if changed or not self._order:
-            self._reorder(sizes)
+            self._reorder()
         return changed
 
-    def _reorder(self, sizes: dict[str, int] | None = None) -> None:
-        """Probe order: sealed packs largest first (most hits), then active packs."""
-        sizes = sizes or {}
+    def _reorder(self) -> None:
+        """Probe order: sealed packs largest first (most hits; sizes of the last listing), then
+        active packs."""
+        sizes = self._sizes
         sealed = sorted((p for p in self._packs.values() if p.sealed),
                         key=lambda p: -sizes.get(p.name, 0))
         self._order = sealed + [p for p in self._packs.values() if not p.sealed]
@@ -409,8 +413,7 @@ class PackStore(ObjectStore):
         if sum(1 for p in self._packs.values() if p.sealed) > self.max_packs:
             consolidate(self.packs_dir, self.max_packs)
         self._list_packs()
-        self._reorder({name: os.path.getsize(p.path) if os.path.exists(p.path) else 0
-                       for name, p in self._packs.items()})
+        self._reorder()  # the pack just sealed goes among the sealed ones by its size
 
     def flush(self) -> None:
         self._write_queue()
@@ -439,6 +442,11 @@ class PackStore(ObjectStore):
             self._relist = True
 
     def _share(self) -> None:
+        """Take gc's shared lock for this store's look-ups and puts (gclock.py); a closed store
+        takes no lock: it is an error to use it (sqlite: "Cannot operate on a closed
+        database"), and a lock taken then would never be released."""
+        if self._closed:
+            raise InvalidInput("the store is closed")
         if not self.gc_lock.held:
             self.gc_lock.share()
             if self._relist:
