@@ -291,11 +291,18 @@ def test_a_merge_of_two_packs_leaves_one_named_and_indexed_pack(tmp_path, monkey
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
+    renames = []
+    real_rename = os.rename
+    monkeypatch.setattr(pc.os, "rename", lambda a, b: renames.append((a, b)) or real_rename(a, b))
     old_umask = os.umask(0o022)
     try:
         removed = pc._merge([p for _, p in before], packs_dir)
     finally:
         os.umask(old_umask)
+        monkeypatch.setattr(pc.os, "rename", real_rename)
+    # written under a temporary name in the packs directory itself, then renamed into place
+    src, dst = next((a, b) for a, b in renames if b.endswith(".pack"))
+    assert os.path.dirname(src) == packs_dir and os.path.basename(src) == "tmp-" + os.path.basename(dst)
     assert sorted(removed) == sorted(p for _, p in before)
     assert os.listdir(cwd) == []
     gone = {os.path.basename(p)[:-5] + suffix for _, p in before for suffix in (".pack", IDX_SUFFIX)}

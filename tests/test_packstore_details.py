@@ -835,6 +835,10 @@ def test_a_record_whose_dictionary_has_no_line(tmp_path):
             r.get_raw(x)
     assert str(exc.value).endswith(
         f": {path}: no line for zstd dictionary 40001, which records are compressed with")
+    with PackStore(tmp_path) as r:  # as fsck's checker asks for it: the file in the details
+        with pytest.raises(CorruptStore) as exc:
+            r._load_dictionary(40001)
+    assert exc.value.details["path"] == path
 
 
 def test_dicts_problems_names_every_bad_line_in_order(tmp_path):

@@ -456,6 +456,10 @@ def test_partial_indexes_and_seals_are_synced_per_durability(tmp_path, index_wri
     n = len(index_writes)
     packwriter.extend_partial(writer.pack, writer.pack.indexed_end)
     assert len(index_writes) == n
+    put_events(s, 3, start=40)
+    s.flush()
+    packwriter.extend_partial(writer.pack, writer.size)  # called without fsync=: durable
+    assert index_writes[n:] == [("pidx", True)]
     writer.seal()
     assert index_writes[-1] == ("idx", True)
     s.close()
@@ -494,11 +498,19 @@ def test_create_pack_makes_a_locked_pack_with_its_header(tmp_path, monkeypatch):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
+    renames = []
+    real_rename = os.rename
+    monkeypatch.setattr(pack.os, "rename", lambda a, b: renames.append((a, b)) or real_rename(a, b))
     old_umask = os.umask(0o022)
     try:
         fd, path = pack.create_pack(str(packs_dir))
     finally:
         os.umask(old_umask)
+        monkeypatch.setattr(pack.os, "rename", real_rename)
+    # born under a temporary name in the packs directory itself (one rename, one fsync_dir)
+    ((src, dst),) = renames
+    assert os.path.dirname(src) == str(packs_dir) and dst == path
+    assert os.path.basename(src) == "tmp-" + os.path.basename(path)
     try:
         name = os.path.basename(path)
         assert os.path.dirname(path) == str(packs_dir) and os.listdir(packs_dir) == [name]
