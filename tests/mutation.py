@@ -122,6 +122,9 @@ def _config(modules: list[str], tests: list[str]) -> str:
         # (tests.mutmut_workers: fork-server workers can record calls in the stats run)
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:timeout", '
         '"-p", "tests.mutmut_workers"]\n'
+        # a mutant that hangs (an endless loop) is stopped after 2 x 4 x (its tests' time + 1 s)
+        # of CPU, not mutmut's default 2 x 15 x: the store group's hung mutants cost 4 min each
+        "timeout_multiplier = 4.0\n"
     )
 
 
