@@ -58,7 +58,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
                "tests/test_bulk_append.py", "tests/test_strictness.py",
                "tests/test_store_writers.py", "tests/test_index_prefix.py",
                "tests/test_index_lookup.py", "tests/test_pack_consolidate.py",
-               "tests/test_packstore_details.py",
+               "tests/test_packstore_details.py", "tests/test_pack_writer.py",
                "tests/test_durability_crash.py", "tests/test_crash.py",
                "tests/test_batch_crash.py"]),
     "gc": (["ctxstore/maintenance/gc.py", "ctxstore/store/repack.py", "ctxstore/store/gclock.py"],
