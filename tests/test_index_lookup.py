@@ -171,8 +171,9 @@ def test_a_partial_index_cut_after_opening_is_named(tmp_path):
     index = PartialIndex(path)
     assert len(index) == 300
     os.truncate(path, IDS_START + 10)
-    with pytest.raises(CorruptStore, match=f"^index {path} is shorter than it says$"):
+    with pytest.raises(CorruptStore, match=f"^index {path} is shorter than it says$") as exc:
         list(index.ids())
+    assert exc.value.details["path"] == path
     index.close()
 
 
@@ -284,4 +285,20 @@ def test_the_prefix_array_comes_after_count_over_256_lookups(tmp_path, cls):
     assert index._prefixes is None
     index.find(b"\x00" * 32)
     assert index._prefixes is not None
+    index.close()
+
+
+@pytest.mark.parametrize("cls", KINDS, ids=["sealed", "partial"])
+def test_an_index_closed_and_used_again_answers_as_before(tmp_path, cls):
+    """A store closes its indexes (gc, close) while an object may still hold one: the next
+    look-up opens it again, prefix array and all."""
+    ids = _ids("uniform", 40)
+    path, oracle = _write(tmp_path, ids, cls)
+    index = cls(path)
+    assert [index.find(k) for k in ids] == [oracle[k] for k in ids]
+    assert index._prefixes is not None
+    index.close()
+    assert [index.find(k) for k in ids] == [oracle[k] for k in ids]
+    assert list(index.with_prefix(ids[0].hex()[:6])) == sorted(
+        k.hex() for k in ids if k.hex().startswith(ids[0].hex()[:6]))
     index.close()
