@@ -260,8 +260,21 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
     return _tally(verdicts, modules)
 
 
-#: The tests --recheck runs per applied mutant, where fewer than the group's (one fork each).
-RECHECK_TESTS = {"tool-effects": ["tests/test_tool_semantics.py", "tests/test_tool_effects_rules.py",
+#: --recheck gives each applied mutant this long; one that hangs counts as not killed.
+RECHECK_SECONDS = 120
+
+#: The tests --recheck runs per applied mutant, where fewer than the group's (one fork each);
+#: per module where the group's modules have tests of their own.
+RECHECK_TESTS = {"store": {"ctxstore/store/packindex.py": ["tests/test_index_lookup.py",
+                                                           "tests/test_index_prefix.py"],
+                           "ctxstore/store/packwriter.py": ["tests/test_pack_writer.py",
+                                                            "tests/test_store_writers.py"],
+                           "ctxstore/store/pack.py": ["tests/test_store_writers.py",
+                                                      "tests/test_index_lookup.py"],
+                           "ctxstore/store/packconsolidate.py": ["tests/test_pack_consolidate.py"],
+                           "ctxstore/store/packstore.py": ["tests/test_packstore_details.py",
+                                                           "tests/test_store_writers.py"]},
+                 "tool-effects": ["tests/test_tool_semantics.py", "tests/test_tool_effects_rules.py",
                                   "tests/test_state_fold.py"]}
 
 
@@ -278,8 +291,11 @@ def _run_tests_on_source(work: Path, tests: list[str]) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
+            import signal
+
             import pytest
 
+            signal.alarm(RECHECK_SECONDS)  # a mutant that hangs: this fork dies, not killed
             code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                                     "-p", "no:timeout", "--rootdir", str(work), *tests]))
         finally:
@@ -305,16 +321,20 @@ def recheck(name: str) -> dict[str, Counter]:
     work = WORK / name
     verdicts = _verdicts(work)
     originals = {m: (work / m).read_bytes() for m in modules}
+    shutil.rmtree(work / "tests", ignore_errors=True)  # the current tests (only ever added to)
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
     applied = []
     here = os.getcwd()
     os.chdir(work)  # mutmut finds the mutants from its working directory
     try:
         for key, status in sorted(verdicts.items()):
-            if status == "killed":
+            if status in ("killed", "timeout"):  # a hung mutant would hang this fork too
                 continue
+            these = tests[_module_of(key.split(".x_")[0].split(".xǁ")[0] + ".", modules)] \
+                if isinstance(tests, dict) else tests
             apply_mutant(key)
             try:
-                code = _run_tests_on_source(work, tests)
+                code = _run_tests_on_source(work, these)
             finally:
                 for m, data in originals.items():
                     (work / m).write_bytes(data)
