@@ -304,7 +304,7 @@ def _run_tests_on_source(work: Path, tests: list[str]) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-def recheck(name: str) -> dict[str, Counter]:
+def recheck(name: str, only: list[str] | None = None) -> dict[str, Counter]:
     """Apply each mutant the last run did not kill to the scratch copy's source (`mutmut
     apply`) and run the group's tests on that source directly, one mutant at a time.
 
@@ -330,8 +330,10 @@ def recheck(name: str) -> dict[str, Counter]:
         for key, status in sorted(verdicts.items()):
             if status in ("killed", "timeout"):  # a hung mutant would hang this fork too
                 continue
-            these = tests[_module_of(key.split(".x_")[0].split(".xǁ")[0] + ".", modules)] \
-                if isinstance(tests, dict) else tests
+            module = _module_of(key.split(".x_")[0].split(".xǁ")[0] + ".", modules)
+            if only and module not in only:
+                continue
+            these = tests[module] if isinstance(tests, dict) else tests
             apply_mutant(key)
             try:
                 code = _run_tests_on_source(work, these)
@@ -391,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recheck", action="store_true",
                     help="after a run: apply each survivor to the source and run the tests "
                          "(mutants of code that runs only at import, which mutmut cannot see)")
+    ap.add_argument("--module", action="append", metavar="PATH",
+                    help="with --recheck: only the survivors of this module (repeatable)")
     args = ap.parse_args(argv)
     if args.list:
         for name, (modules, tests) in GROUPS.items():
@@ -405,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table({g: report(g) for g in args.groups or GROUPS if (WORK / g / "mutants").is_dir()}))
         return 0
     if args.recheck:
-        print(table({g: recheck(g) for g in args.groups or GROUPS
+        print(table({g: recheck(g, args.module) for g in args.groups or GROUPS
                      if (WORK / g / "verdicts.json").is_file()}))
         return 0
     results = {g: run_group(g, args.max_children, args.again) for g in args.groups or GROUPS}
