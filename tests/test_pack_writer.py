@@ -195,3 +195,67 @@ def test_a_store_never_loses_a_record_to_the_syncer_thread(tmp_path):
         t.join()
     with PackStore(tmp_path) as s:
         assert [s.get_raw(i)[1] for i in ids] == [b"x%05d" % i for i in range(300)]
+
+
+def test_records_drained_from_the_buffer_are_group_committed_in_batch_mode(packs_dir, syncs):
+    """A transaction's buffered records, once written, are synced by the group-commit thread
+    like any others ("batch"); with "never" no thread is started at all."""
+    w = PackWriter(packs_dir, "batch", sync_interval=0.05, sync_objects=1000)
+    w.acquire([])
+    w.buffering = True
+    for i in range(3):
+        w.append(*_record(i))
+    assert syncs == [] and w._thread is None  # nothing written yet: nothing to sync
+    w.drain()
+    assert _wait_for(lambda: len(syncs) == 1)
+    w.close()
+    n = PackWriter(packs_dir, "never")
+    n.acquire([])
+    n.buffering = True
+    n.append(*_record(9))
+    n.drain()
+    assert n._thread is None
+    n.close()
+
+
+@pytest.mark.parametrize("index_every, records, indexed", [
+    (3 * RECORD, 3, True),        # exactly index_every bytes unindexed: extended
+    (2 * RECORD + 10, 2, False),  # fewer: not
+], ids=["at", "below"])
+def test_a_sync_extends_the_partial_index_from_index_every_bytes_on(packs_dir, index_every,
+                                                                     records, indexed):
+    w = PackWriter(packs_dir, "batch", sync_interval=1000, sync_objects=10**6,
+                   index_every=index_every, index_at_close=10**9)
+    pack, _ = w.acquire([])
+    for i in range(records):
+        w.append(*_record(i))
+    w.sync()
+    assert os.path.exists(pack.path[:-5] + ".pidx") is indexed
+    assert pack.indexed_end == (HEADER_SIZE + records * RECORD if indexed else HEADER_SIZE)
+    w.close()
+
+
+@pytest.mark.parametrize("index_at_close, records, indexed", [
+    (3 * RECORD, 3, True), (2 * RECORD + 10, 2, False)], ids=["at", "below"])
+def test_close_indexes_what_is_left_from_index_at_close_bytes_on(packs_dir, index_at_close,
+                                                                 records, indexed):
+    w = PackWriter(packs_dir, "never", index_at_close=index_at_close)
+    pack, _ = w.acquire([])
+    for i in range(records):
+        w.append(*_record(i))
+    w.close()
+    assert os.path.exists(pack.path[:-5] + ".pidx") is indexed
+
+
+def test_close_lets_go_of_orphans_it_did_not_seal(packs_dir):
+    big = _closed_active_pack(packs_dir, 6)
+    small = _closed_active_pack(packs_dir, 2, start=100)
+    fds = set(os.listdir("/proc/self/fd"))
+    w = PackWriter(packs_dir, "never")
+    pack, orphans = w.acquire([big, small])
+    assert pack is big and orphans == [small]
+    w.close()
+    assert w.orphans == [] and set(os.listdir("/proc/self/fd")) == fds
+    fd = packwriter.open_locked(small.path)  # unlocked again: another writer may take it
+    assert fd is not None
+    os.close(fd)
