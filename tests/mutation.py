@@ -9,6 +9,9 @@
     .venv/bin/python -m tests.mutation --report        # the table of the last runs
     .venv/bin/python -m tests.mutation --recheck tool-effects  # apply each survivor to the
                                                        # source and run the tests on it
+    .venv/bin/python -m tests.mutation --recheck store --module ctxstore/store/pack.py
+                                                       # only that module's survivors, with
+                                                       # its own tests (RECHECK_TESTS)
 
 For each group, a scratch copy of the repository is made in `.mutation/<group>/` and mutmut
 (https://mutmut.readthedocs.io) mutates only that group's files and runs only that group's
