@@ -26,6 +26,16 @@ def _isolate_store(monkeypatch, tmp_path):
 
 
 @pytest.fixture
+def renames(monkeypatch):
+    """(source, target) of every os.rename while the test runs: where a file was born
+    before it was renamed into place (a pack, a merged pack)."""
+    calls = []
+    real = os.rename
+    monkeypatch.setattr(os, "rename", lambda src, dst: calls.append((src, dst)) or real(src, dst))
+    return calls
+
+
+@pytest.fixture
 def corpus():
     """The real-session corpus directory (see tests/corpus.py); mark a module that reads it
     with `pytestmark = pytest.mark.usefixtures("corpus")`."""

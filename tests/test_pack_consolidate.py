@@ -278,7 +278,7 @@ def test_copy_records_of_a_vanished_pack(one_pack):
 
 # -- _merge: the files a merge leaves --------------------------------------------------------
 
-def test_a_merge_of_two_packs_leaves_one_named_and_indexed_pack(tmp_path, monkeypatch):
+def test_a_merge_of_two_packs_leaves_one_named_and_indexed_pack(tmp_path, monkeypatch, renames):
     """Two packs merged: one new sealed pack named `pack-<40 hex>` with its index, mode 0644
     (under the usual umask), nothing written outside packs/ (not in the working directory),
     no temporary file, and the two packs and their indexes gone."""
@@ -291,15 +291,11 @@ def test_a_merge_of_two_packs_leaves_one_named_and_indexed_pack(tmp_path, monkey
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    renames = []
-    real_rename = os.rename
-    monkeypatch.setattr(pc.os, "rename", lambda a, b: renames.append((a, b)) or real_rename(a, b))
     old_umask = os.umask(0o022)
     try:
         removed = pc._merge([p for _, p in before], packs_dir)
     finally:
         os.umask(old_umask)
-        monkeypatch.setattr(pc.os, "rename", real_rename)
     # written under a temporary name in the packs directory itself, then renamed into place
     src, dst = next((a, b) for a, b in renames if b.endswith(".pack"))
     assert os.path.dirname(src) == packs_dir and os.path.basename(src) == "tmp-" + os.path.basename(dst)

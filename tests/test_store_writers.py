@@ -489,7 +489,7 @@ def test_the_group_commit_thread_is_a_named_daemon(tmp_path):
     assert not thread.is_alive()
 
 
-def test_create_pack_makes_a_locked_pack_with_its_header(tmp_path, monkeypatch):
+def test_create_pack_makes_a_locked_pack_with_its_header(tmp_path, monkeypatch, renames):
     """`pack-<40 hex>.pack` in the packs directory, mode 0644, holding its header, locked by
     the returned descriptor; nothing left under a temporary name or in the working directory.
     If the rename fails the descriptor is closed and the error raised."""
@@ -498,15 +498,11 @@ def test_create_pack_makes_a_locked_pack_with_its_header(tmp_path, monkeypatch):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    renames = []
-    real_rename = os.rename
-    monkeypatch.setattr(pack.os, "rename", lambda a, b: renames.append((a, b)) or real_rename(a, b))
     old_umask = os.umask(0o022)
     try:
         fd, path = pack.create_pack(str(packs_dir))
     finally:
         os.umask(old_umask)
-        monkeypatch.setattr(pack.os, "rename", real_rename)
     # born under a temporary name in the packs directory itself (one rename, one fsync_dir)
     ((src, dst),) = renames
     assert os.path.dirname(src) == str(packs_dir) and dst == path
