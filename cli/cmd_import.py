@@ -13,7 +13,7 @@ from ctxstore.userfiles import replace_user_file
 from .main import cli
 from .render import emit_json, short, style
 
-EXPORT_FORMATS = ("claude-code", "codex", "pi", "jsonl")
+EXPORT_FORMATS = FORMATS  # every harness ctxstore imports, and its own jsonl
 
 
 #: Warnings printed before "... and N more" (--json lists every one in warning_list).
@@ -112,12 +112,12 @@ def _follow(state, fmt: str | None, paths: list[str], interval: float, as_json: 
     from ctxstore.importers import detect_format
     from ctxstore.importers.follow import Follower
 
-    if len(paths) != 1 or not Path(paths[0]).is_file():
-        raise click.UsageError("--follow takes exactly one transcript FILE")
+    if len(paths) != 1 or not Path(paths[0]).exists():
+        raise click.UsageError("--follow takes exactly one transcript FILE (or session folder)")
     path = Path(paths[0])
     fmt = fmt or detect_format(path)
-    if fmt not in ("claude-code", "codex", "pi"):
-        raise InvalidInput(f"{path}: --follow reads Claude Code, Codex and pi transcripts; "
+    if fmt is None or fmt == "jsonl":
+        raise InvalidInput(f"{path}: --follow reads the harnesses' transcripts; "
                            f"cannot tell this file's format (give FORMAT)")
     follower = Follower(state.repo, path, fmt)
     total = {"lines": 0, "new_events": 0}

@@ -61,7 +61,7 @@ def test_forced_format_on_the_real_corpus(ctx, tmp_path):
 
 def test_nothing_importable_is_an_error(ctx, tmp_path):
     (tmp_path / "empty").mkdir()
-    assert "no *.jsonl files" in ctx.fails(3, "import", str(tmp_path / "empty"))
+    assert "no transcript files" in ctx.fails(3, "import", str(tmp_path / "empty"))
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.jsonl").write_text("just text\n")

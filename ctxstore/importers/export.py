@@ -9,16 +9,17 @@ each line is printed once. The output is JSON-equal to the original, line by lin
 
 from __future__ import annotations
 
+import json
 from typing import Any, TextIO
 
 from ..errors import BadRevision, InvalidInput, NotFound, Unsupported
 from ..objects import Event, Session
 from ..repo import Repository
 from ..repo.revparse import resolve_event
-from . import neutral
+from . import harnesses, neutral
 from .records import event_line
 
-SOURCE_FORMATS = ("claude-code", "codex", "pi")
+SOURCE_FORMATS = ("claude-code", "codex", "pi", *harnesses.MODULES)
 
 
 def resolve_target(repo: Repository, rev_or_session: str) -> tuple[str, list[str]]:
@@ -51,13 +52,19 @@ def export_session(repo: Repository, rev_or_session: str, format: str, out: Text
         n = neutral.export(repo, sid, tips, out)
         return {"session": sid, "format": format, "lines": n}
     if format not in SOURCE_FORMATS:
-        raise InvalidInput(f"unknown export format {format!r}: use claude-code, codex, pi or jsonl")
+        raise InvalidInput(f"unknown export format {format!r}: use one of "
+                           f"{', '.join(SOURCE_FORMATS)} or jsonl")
     session = repo.session(sid)
     origin = session.origin.get("format", "")
     if origin != format:
         raise Unsupported(f"session {sid[:12]} was not imported from {format} "
                           f"(origin: {origin or 'native'}); export it with --format jsonl")
     lines = _source_lines(repo, sid, session, tips)
+    writer = getattr(harnesses.module(format), "export", None) if format in harnesses.MODULES else None
+    if writer is not None:  # a document format: the module puts its records back together
+        records = [(n, json.loads(event_line(repo.store, ev.payload, ev.causality)))
+                   for n, ev in lines]
+        return {"session": sid, "format": format, "lines": writer(records, out)}
     for _line, ev in lines:
         out.write(event_line(repo.store, ev.payload, ev.causality))
         out.write("\n")

@@ -25,12 +25,23 @@ from typing import Any
 
 from ..refs import branch_ref
 from ..repo import Repository
-from . import codex, pi
+from . import codex, harnesses, pi
 from .common import ImportContext
 from .live import LiveImporter, capture, read_lines
 
 HEAD_LINES = 400  # the first lines the Codex and pi importers read to name the session
 _OPEN = {"codex": codex.open_file, "pi": pi.open_file}
+
+
+def reader_of(fmt: str):
+    """The `open_file` that makes a line-fed reader for FMT, or None: the harness rewrites its
+    file (a JSON document, a database), so each change is imported whole again (re-importing
+    what is already stored writes nothing)."""
+    if fmt in _OPEN:
+        return _OPEN[fmt]
+    if fmt in harnesses.MODULES:
+        return getattr(harnesses.module(fmt), "open_file", None)
+    return None
 
 
 class Follower:
@@ -47,6 +58,8 @@ class Follower:
         self.mark = ""  # hash of the last line imported: a rewrite check
         self.reader: Any = None  # the Codex/pi importer object, once past HEAD_LINES
         self.live = LiveImporter(repo) if fmt == "claude-code" else None
+        self.whole = self.live is None and reader_of(fmt) is None
+        self.signature: tuple[int, int] | None = None  # whole mode: (size, mtime) imported
         self.session = ""
         self.warnings: list[dict] = []
 
@@ -62,6 +75,8 @@ class Follower:
             self.warnings += [{"message": p} for p in res.get("problems", [])]
             return {"lines": res["lines"], "new_events": res.get("new_events", 0),
                     "session": self.session, "rewritten": res.get("rewritten", False)}
+        if self.whole:
+            return self._poll_whole()
         rewritten = self._rewritten()
         if rewritten:
             self.offset, self.n, self.reader = 0, 0, None
@@ -98,6 +113,25 @@ class Follower:
         return {"lines": len(lines), "new_events": ctx.report.new_events,
                 "session": self.session, "rewritten": rewritten}
 
+    def _poll_whole(self) -> dict[str, Any]:
+        """A harness that rewrites its session (a JSON document, a database, a folder): when
+        its size or modification time changed, the whole unit is imported again; what was
+        already stored is not written twice, so a poll costs the parse, not the store."""
+        from .porcelain import import_paths, unit_size
+
+        st = os.stat(self.path)
+        sig = (unit_size(self.path), st.st_mtime_ns)
+        if sig == self.signature:
+            return {"lines": 0, "new_events": 0, "session": self.session, "rewritten": False}
+        report = import_paths(self.repo, [self.path], format=self.fmt)
+        self.signature = sig
+        self.warnings += report.warnings
+        if report.sessions:
+            self.session = report.sessions[0].session
+        records = sum(s.records for s in report.sessions)
+        return {"lines": records, "new_events": report.new_events, "session": self.session,
+                "rewritten": False}
+
     def _whole(self, ctx: ImportContext, end: int) -> Any:
         """The file's complete lines so far, imported as `ctx import` would (a copy with the
         same name, without the line still being written)."""
@@ -106,7 +140,7 @@ class Follower:
             copy = tmp / self.path.name
             with open(self.path, "rb") as src, open(copy, "wb") as dst:
                 dst.write(src.read(end))
-            reader = _OPEN[self.fmt](ctx, copy)
+            reader = reader_of(self.fmt)(ctx, copy)
             reader.run(copy)
             reader.b.finish()
             return reader

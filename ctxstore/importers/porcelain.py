@@ -16,9 +16,9 @@ from ..errors import InvalidInput, NotFound
 from ..refs import MemoryRefs
 from ..repo import Repository
 from ..store import MemoryStore, ObjectStore
-from . import claude_code, codex, neutral, pi
+from . import claude_code, codex, harnesses, neutral, pi
 from .common import ImportContext, ImportReport, Progress
-from .detect import collect_files, default_locations, format_mismatch
+from .detect import FORMATS, collect_files, default_locations, format_mismatch
 
 _IMPORTERS = {
     "claude-code": claude_code.import_file,
@@ -26,6 +26,20 @@ _IMPORTERS = {
     "pi": pi.import_file,
     "jsonl": neutral.import_file,
 }
+
+
+def _importer(fmt: str):
+    if fmt in _IMPORTERS:
+        return _IMPORTERS[fmt]
+    return harnesses.module(fmt).import_file
+
+
+def unit_size(path) -> int:
+    """Bytes of a session unit: a file's size, or the files' sizes of a folder unit."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _s, fs in os.walk(path) for f in fs
+               if not os.path.islink(os.path.join(d, f)))
 
 
 def import_paths(repo: Repository, paths: list, format: str | None = None, strict: bool = False,
@@ -37,7 +51,7 @@ def import_paths(repo: Repository, paths: list, format: str | None = None, stric
     format's importer mostly does not know (InvalidInput)."""
     files = collect_files(list(paths), format)
     if not files:
-        raise NotFound(f"nothing to import: no *.jsonl files under {', '.join(map(str, paths))}")
+        raise NotFound(f"nothing to import: no transcript files under {', '.join(map(str, paths))}")
     if format is not None:
         problems = [m for m in (format_mismatch(f, format) for f, _ in files) if m]
         if problems:
@@ -46,8 +60,8 @@ def import_paths(repo: Repository, paths: list, format: str | None = None, stric
                                f"nothing imported (drop FORMAT to detect each file's format)")
     elif all(fmt is None for _, fmt in files):
         raise InvalidInput(f"nothing to import: none of the {len(files)} file(s) under "
-                           f"{', '.join(map(str, paths))} is a Claude Code, Codex, pi or "
-                           f"ctxstore JSONL transcript (e.g. {files[0][0]})")
+                           f"{', '.join(map(str, paths))} is a session of a harness ctxstore reads "
+                           f"({', '.join(FORMATS)}) (e.g. {files[0][0]})")
     if strict:
         scratch = _overlay(repo)
         report = _run(scratch, files, None)
@@ -87,17 +101,17 @@ def _steady_malloc() -> None:
 
 def _run(repo: Repository, files, progress: Progress | None) -> ImportReport:
     _steady_malloc()
-    total = sum(os.path.getsize(f) for f, _ in files)
+    total = sum(unit_size(f) for f, _ in files)
     with repo.transaction(actor="ctx-import", message=f"import: {len(files)} file(s)") as tx:
         ctx = ImportContext(repo, tx, progress, total)
         for path, fmt in files:
             ctx.report.files += 1
-            ctx.report.bytes += os.path.getsize(path)
+            ctx.report.bytes += unit_size(path)
             if fmt is None:
                 ctx.warn(path.name, 0, "cannot tell the transcript format (empty or not JSONL); "
                                        "skipped; pass the format explicitly")
                 continue
-            _IMPORTERS[fmt](ctx, path)
+            _importer(fmt)(ctx, path)
     return ctx.report
 
 

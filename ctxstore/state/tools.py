@@ -455,3 +455,12 @@ _register_all("pi", (
     ("find", kind_of("search", "pattern")),
     ("ls", kind_of("search", "path")),
 ))
+
+
+def register_tools(harness: str, table: Iterable[tuple[str, EffectsFn]],
+                   outcome: OutcomeFn | None = None, reads_result: bool = False) -> None:
+    """Describe a harness's tools at once (the toolsets package uses it for each harness)."""
+    _register_all(harness, table, outcome, reads_result)
+
+
+from . import toolsets  # noqa: E402,F401  (the added harnesses' tables; they need the above)

@@ -254,9 +254,25 @@ def detect(records: list[tuple[int, dict]]) -> str:
     raise ValueError("not a Claude Code, Codex or pi transcript")
 
 
+#: The harnesses added after the first three, one oracle module each (tests/oracles/<name>.py),
+#: asked in this order. Each has `detect(path) -> bool`, `units(root) -> [Path]` (the session
+#: files or folders under a folder) and `analyze(path) -> Transcript`, written from that
+#: harness's documented format and source, sharing nothing with ctxstore's importers.
+ADDED = ("gemini", "qwen", "copilot", "opencode", "cursor", "goose", "aider", "cline")
+
+
+def added_oracles() -> list:
+    import importlib
+
+    return [importlib.import_module(f"tests.oracles.{name}") for name in ADDED]
+
+
 def analyze(path: str | os.PathLike) -> Transcript:
     """Read one transcript file and compute everything the acceptance checks need."""
     path = Path(path)
+    for oracle in added_oracles():
+        if oracle.detect(path):
+            return oracle.analyze(path)
     records = read_jsonl(path)
     harness = detect(records)
     t = Transcript(path=path, harness=harness, lines=len(records))
@@ -266,14 +282,22 @@ def analyze(path: str | os.PathLike) -> Transcript:
 
 
 def transcript_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Every *.jsonl under PATHS (files taken as given), sorted; subagent files included."""
+    """Every session under PATHS (files taken as given), sorted: each *.jsonl (subagent files
+    included) and the files or folders the added harnesses' oracles find (a folder that is one
+    session unit is taken whole, not walked)."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir():
-            out += sorted(x for x in p.rglob("*.jsonl") if x.is_file())
-        else:
+        if not p.is_dir():
             out.append(p)
+            continue
+        units: set[Path] = set()
+        for oracle in added_oracles():
+            units.update(oracle.units(p))
+        dirs = [u for u in units if u.is_dir()]
+        found = units | {x for x in p.rglob("*.jsonl") if x.is_file()
+                         and not any(d in x.parents for d in dirs)}
+        out += sorted(found)
     return out
 
 

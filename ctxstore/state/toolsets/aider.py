@@ -1,0 +1,3 @@
+"""aider's tools (being written)."""
+
+from __future__ import annotations

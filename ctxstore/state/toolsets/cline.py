@@ -1,0 +1,3 @@
+"""cline's tools (being written)."""
+
+from __future__ import annotations

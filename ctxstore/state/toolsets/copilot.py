@@ -1,0 +1,3 @@
+"""copilot's tools (being written)."""
+
+from __future__ import annotations

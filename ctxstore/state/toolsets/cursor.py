@@ -1,0 +1,3 @@
+"""cursor's tools (being written)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""gemini's tools (being written)."""
+
+from __future__ import annotations

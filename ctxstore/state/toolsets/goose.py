@@ -1,0 +1,3 @@
+"""goose's tools (being written)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""opencode's tools (being written)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""qwen's tools (being written)."""
+
+from __future__ import annotations

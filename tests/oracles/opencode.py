@@ -1,0 +1,17 @@
+"""The oracle for opencode sessions (being written): see ADDED in transcripts.py for the surface."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def detect(path: Path) -> bool:
+    return False
+
+
+def units(root: Path) -> list[Path]:
+    return []
+
+
+def analyze(path: Path):
+    raise NotImplementedError
