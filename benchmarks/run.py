@@ -22,6 +22,7 @@ AREAS = {
     "context": "benchmarks.bench_context",
     "compaction": "benchmarks.bench_compaction",
     "import": "benchmarks.bench_import",
+    "harnesses": "benchmarks.bench_harnesses",
     "transfer": "benchmarks.bench_transfer",
     "remote": "benchmarks.bench_remote",
     "langgraph": "benchmarks.bench_langgraph",

@@ -27,37 +27,44 @@ MAX_WARNINGS_SHOWN = 20
 @click.option("--json", "as_json", is_flag=True,
               help="{files, bytes, sessions, events, new_events, artifacts, warnings, ...}")
 @click.option("--follow", is_flag=True,
-              help="Keep importing one file as it grows (Claude Code, Codex, pi) until Ctrl-C.")
+              help="Keep importing one session as it grows, until Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(0.05), default=1.0, show_default=True,
               metavar="SECONDS", help="With --follow: how often to look for new lines.")
 @click.pass_obj
 def import_cmd(state, args: tuple[str, ...], strict: bool, as_json: bool, follow: bool,
                interval: float) -> None:
-    """Import Claude Code, Codex or pi transcripts (or ctxstore JSONL) from files or folders.
+    """Import agent sessions (or ctxstore JSONL) from files or folders.
 
-    FORMAT is claude-code, codex, pi or jsonl; detected per file when omitted. A forced
-    FORMAT refuses (exit 10, nothing written) a file whose records are mostly not that
-    format's. Folders are searched for *.jsonl (e.g. a whole ~/.claude/projects tree,
-    subagents included). With no PATH, the harnesses' default folders are searched:
-    $CLAUDE_CONFIG_DIR/projects (~/.claude/projects), $CODEX_HOME/sessions
-    (~/.codex/sessions) and $PI_CODING_AGENT_DIR/sessions (~/.pi/agent/sessions); with only
-    FORMAT, that harness's folder. Nothing importable there exits 3 (no *.jsonl files) or 10
-    (none is a transcript). Importing the same file twice adds nothing; a longer version of a
-    session extends it. Bad lines are reported with file and line number and the rest is
-    imported.
+    FORMAT is one of claude-code, codex, pi, gemini, qwen, copilot, opencode, cursor, goose,
+    aider, cline or jsonl; detected per file when omitted. A forced FORMAT refuses (exit 10,
+    nothing written) a file whose records are mostly not that format's. Folders are searched
+    for *.jsonl and for the sessions each harness keeps in its own shape (Gemini CLI session
+    documents, OpenCode storage trees and databases, Cursor databases, Cline task folders,
+    Aider histories), e.g. a whole ~/.claude/projects tree, subagents included. With no PATH,
+    every harness's default folder is searched (each honouring its own variable:
+    $CLAUDE_CONFIG_DIR, $CODEX_HOME, $PI_CODING_AGENT_DIR, $GEMINI_CLI_HOME, $XDG_DATA_HOME,
+    $COPILOT_HOME, ...; docs/import-export.md has the table); with only FORMAT, that
+    harness's folder. Nothing importable there exits 3 (no
+    transcript files) or 10 (none is a transcript). Importing the same file twice adds
+    nothing; a longer version of a session extends it. Bad lines are reported with file and
+    line number and the rest is imported.
 
     \b
     Examples:
       ctx import                      # every harness's default folder that exists
       ctx import ~/.claude/projects
       ctx import codex ~/.codex/sessions/2026/11/rollout-*.jsonl
-      ctx import pi                   # ~/.pi/agent/sessions
+      ctx import gemini               # ~/.gemini/tmp
+      ctx import opencode ~/.local/share/opencode
+      ctx import aider ~/src/app/.aider.chat.history.md
       ctx import --strict session.jsonl
       ctx import --follow ~/.codex/sessions/2026/11/rollout-x.jsonl   # while Codex runs
 
-    With --follow, PATH is one file still being written: every SECONDS the complete lines
-    it gained are imported (one transaction each, costing the new lines only) and a line
-    says what came in; Ctrl-C stops (exit 0). A file rewritten in place is imported again.
+    With --follow, PATH is one session still being written: every SECONDS the complete lines
+    an append-only transcript gained are imported (one transaction each, costing the new
+    lines only), or a session the harness rewrites (a document, a database) is imported again
+    when it changed (what is stored already is not written twice); a line says what came in;
+    Ctrl-C stops (exit 0). A file rewritten in place is imported again.
     """
     fmt = None
     paths = list(args)
@@ -200,7 +207,8 @@ def _default_paths(fmt: str | None, quiet: bool) -> list[str]:
 @cli.command("export")
 @click.argument("rev")
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
-              help="claude-code/codex/pi: the original lines, JSON-equal and in order; "
+              help="a harness's name: its original records, JSON-equal and in order (a "
+                   "document format as one document, Aider's history as its text); "
                    "jsonl: ctxstore's neutral JSONL (re-imports to identical ids).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write here instead of stdout.")
@@ -209,11 +217,13 @@ def _default_paths(fmt: str | None, quiet: bool) -> list[str]:
                    "on_export, off unless set); the store is not changed.")
 @click.pass_obj
 def export_cmd(state, rev: str, fmt: str, output: str | None, redact: bool | None) -> None:
-    """Write a session (REV may be a session id: every branch) or one history as JSONL.
+    """Write a session (REV may be a session id: every branch) back in its harness's format,
+    or one history as ctxstore JSONL.
 
     \b
     Examples:
       ctx export 5cedc1c4 --format claude-code -o session.jsonl   # the original lines
+      ctx export 9a1f --format gemini -o session.json             # the original document
       ctx export HEAD --format jsonl > history.jsonl              # re-imports to equal ids
       ctx export HEAD --format jsonl --redact > shareable.jsonl   # secrets replaced
     """
