@@ -76,10 +76,10 @@ COMMANDS: dict[str, Entry] = {
     "merge": Entry("cmd_compact", "Merge BRANCH's conclusions into the current branch: a merge "
                                   "event (second parent = BRANCH's tip) holding a checked summary "
                                   "of what BRANCH did and found, not its raw events."),
-    "import": Entry("cmd_import", "Import Claude Code, Codex or pi transcripts (or ctxstore JSONL)"
-                                  " from files or folders."),
-    "export": Entry("cmd_import", "Write a session (REV may be a session id: every branch) or one "
-                                  "history as JSONL."),
+    "import": Entry("cmd_import", "Import agent sessions (or ctxstore JSONL) from files or "
+                                  "folders."),
+    "export": Entry("cmd_import", "Write a session (REV may be a session id: every branch) back in "
+                                  "its harness's format, or one history as ctxstore JSONL."),
     "snapshot": Entry("cmd_workspace", "Record the files of PATH (default: the directory holding"
                                        " .ctx) as a git tree in .ctx/workspace.git and append a "
                                        "WorkspaceSnapshot event to HEAD's branch."),

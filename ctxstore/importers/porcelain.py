@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 
 from ..errors import InvalidInput, NotFound
-from ..refs import MemoryRefs
+from ..refs import MemoryRefs, branch_ref
 from ..repo import Repository
 from ..store import MemoryStore, ObjectStore
 from . import claude_code, codex, harnesses, neutral, pi
@@ -112,7 +112,31 @@ def _run(repo: Repository, files, progress: Progress | None) -> ImportReport:
                                        "skipped; pass the format explicitly")
                 continue
             _importer(fmt)(ctx, path)
+        _attach_unborn_head(repo, tx, ctx.report)
     return ctx.report
+
+
+def _attach_unborn_head(repo: Repository, tx, report: ImportReport) -> None:
+    """In a store whose HEAD is unborn (a new store), HEAD goes to the main branch of the
+    newest top-level session this import wrote, and a note says so: `ctx status`, `ctx log`
+    and `ctx context` then work at once, as after `git clone`. A store whose HEAD is set
+    keeps it: an import never moves the user off what they are working on."""
+    if tx.refs.read_head_value() is not None:
+        return
+    graph, best = repo.graph, None
+    for s in report.sessions:
+        tip = s.branches.get("main")
+        if s.kind == "subagent" or s.parent_session or not tip:
+            continue
+        key = (graph.event(tip).ts, s.events)
+        if best is None or key > best[0]:
+            best = (key, s)
+    if best is None:
+        return
+    s = best[1]
+    tx.set_head(ref=branch_ref(s.session, "main"), message=f"import: HEAD on {s.session[:12]}")
+    report.notes.append(f"HEAD is now on session {s.session[:12]} (main), the newest session "
+                        f"imported ({s.file})")
 
 
 class _OverlayStore(ObjectStore):
