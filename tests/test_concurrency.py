@@ -56,6 +56,74 @@ def test_eight_processes_append_500_events_each_to_one_branch(tmp_path):
     assert gens == list(range(4001, 0, -1))
 
 
+BATCHER = r"""
+import json, sys
+from ctxstore import ContextManager
+from ctxstore.porcelain import sessions as ps
+from ctxstore.repo import Repository
+root, who, kind, sid = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+for b in range(10):
+    repo = Repository.open(root)  # a new process state each time, as `ctx append` has
+    texts = [f"{who}:{b}:{i}" for i in range(50)]
+    if kind == "batch":
+        ps.append_batch(repo, [json.dumps({"type": "MessageAdded", "actor": "agent",
+                                           "payload": {"role": "custom", "text": t}})
+                               for t in texts])
+    elif kind == "single":
+        for t in texts[:5]:
+            ps.append(repo, "MessageAdded", "agent", {"role": "custom", "text": t})
+    else:
+        cm = ContextManager(repo, sid, "main")
+        with cm.batch():
+            for t in texts:
+                cm.append_event("MessageAdded", "agent", {"role": "custom", "text": t})
+    repo.close()
+print("ok")
+"""
+
+
+def _race(tmp_path, kinds: list[str]) -> tuple[Repository, str, list[str]]:
+    repo = Repository.init(tmp_path)
+    sid, _ = repo.new_session(title="race")
+    repo.close()
+    procs = [subprocess.Popen([sys.executable, "-c", BATCHER, str(tmp_path / ".ctx"), f"w{w}",
+                               kind, sid], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for w, kind in enumerate(kinds)]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and out.strip() == "ok" and "Traceback" not in err, err
+    repo = Repository.open(tmp_path)
+    tip = repo.refs.read(branch_ref(sid, "main"))
+    return repo, tip, [ev.payload.get("text") for _, ev in repo.graph.first_parents(tip)]
+
+
+@pytest.mark.slow
+def test_eight_processes_append_batches_to_one_branch(tmp_path):
+    """Issue 30: 8 writers x 10 `append --batch` of 50 events, each batch in a fresh process
+    state. Before the fix 2-3 writers failed with "no object <id>": a reader that met a pack
+    consolidated away re-listed the directory but never read the new tails of the other
+    writers' active packs, so it missed the tip another process had just committed."""
+    repo, tip, texts = _race(tmp_path, ["batch"] * 8)
+    assert set(texts) - {None} == {f"w{w}:{b}:{i}" for w in range(8) for b in range(10)
+                                   for i in range(50)}
+    assert len(texts) == 4001
+    assert fsck_repo.check(repo, full=True).problems == []
+    repo.close()
+
+
+@pytest.mark.slow
+def test_batch_single_and_manager_batch_writers_race_on_one_branch(tmp_path):
+    kinds = ["batch", "single", "manager"] * 2 + ["batch", "manager"]
+    repo, tip, texts = _race(tmp_path, kinds)
+    want = set()
+    for w, kind in enumerate(kinds):
+        want |= {f"w{w}:{b}:{i}" for b in range(10) for i in range(5 if kind == "single" else 50)}
+    assert set(texts) - {None} == want and len(texts) == len(want) + 1
+    assert fsck_repo.check(repo, full=True).problems == []
+    repo.close()
+
+
 CORPUS_DIR = "claude-code/ccl_worktrees-agent-team_subagents-dir_v2.1.114"
 
 IMPORTER = r"""

@@ -183,11 +183,16 @@ class PackStore(ObjectStore):
         times tick coarsely): an import asks "is this new?" of every event, and a listing each
         time cost more than the rest of the put."""
         mtime = _dir_mtime(self.packs_dir)
-        if mtime == self._listed_mtime and time.time_ns() - mtime > _MTIME_TRUST_NS:
+        now = time.time_ns()
+        if mtime == self._listed_mtime and now - mtime > _MTIME_TRUST_NS:
             changed = False
         else:
             changed = self._list_packs()
-            self._listed_mtime = mtime
+            # A listing made within the trust window of the mtime it saw may have missed a
+            # change made in the same clock tick (the mtime does not move), and trusting it
+            # later would hide another process's new pack: such a listing is not remembered,
+            # so the next look lists again.
+            self._listed_mtime = mtime if now - mtime > _MTIME_TRUST_NS else -1
         mine = self._writer.pack if self._writer is not None else None
         for pack in self._order:
             if not pack.sealed and pack is not mine:
@@ -213,16 +218,21 @@ class PackStore(ObjectStore):
             return None
         if len(raw) != codec.ID_BYTES:
             return None
-        for attempt in (0, 1):
+        refreshed = False
+        for _ in range(4):
             try:
                 hit = self._probe(hex_id, raw)
-                if hit is not None:
-                    return hit
-            except FileNotFoundError:  # consolidated away before we mapped it
-                self._list_packs()
+            except FileNotFoundError:  # consolidated away before we mapped it: list again,
+                self._list_packs()     # and still catch up with the active packs' tails below
                 continue
-            if not refresh or attempt or not self._refresh():
+            if hit is not None:
+                return hit
+            # A pack vanishing used to end the look-up after the re-listing, without reading
+            # the tails other writers had added to their active packs since: a reader then
+            # missed an object whose ref another process had just committed (issue 30).
+            if not refresh or refreshed or not self._refresh():
                 return None
+            refreshed = True
         return None
 
     # -- ObjectStore primitives --------------------------------------------------------------
