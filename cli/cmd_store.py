@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from ctxstore.porcelain.history import show
-from ctxstore.repo import Repository
 
 from .main import cli
 from .render import emit_json
@@ -18,7 +17,9 @@ from .render import emit_json
 def init_cmd(directory: str, durability: str | None) -> None:
     """Create a store in DIRECTORY/.ctx (default: the current directory).
 
-    Running it again in an existing store changes nothing.
+    Running it again in an existing store changes nothing. Inside a git work tree, .ctx/ is
+    added to that repository's .git/info/exclude (not your .gitignore), so `git status` does
+    not offer it for a commit.
 
     \b
     Examples:
@@ -26,9 +27,14 @@ def init_cmd(directory: str, durability: str | None) -> None:
       ctx init ~/agent-runs --durability always
       CTX_DIR=~/agent-runs ctx status # use that store from anywhere
     """
+    from ctxstore.porcelain.initialize import init_store
+
     settings = {"durability": durability} if durability else {}
-    with Repository.init(directory, **settings) as repo:
-        click.echo(f"Initialized ctxstore in {repo.path}")
+    res = init_store(directory, **settings)
+    verb = "Initialized" if res.created else "Reinitialized existing"
+    click.echo(f"{verb} ctxstore in {res.path}")
+    if res.excluded_in:
+        click.echo(f"Added {res.pattern} to {res.excluded_in} (git leaves the store alone)")
 
 
 @cli.command("cat-object")
