@@ -95,7 +95,8 @@ def _describe(repo, ev, width: int, cwd: str, names: dict[str, str] | None = Non
 @click.option("--oneline", is_flag=True,
               help="One line per event: id, type, summary (tool calls as `Bash: pytest -x`).")
 @click.option("--graph", is_flag=True, help="Draw the DAG like `git log --graph`.")
-@click.option("--all", "all_", is_flag=True, help="All branches of the current session.")
+@click.option("--all", "all_", is_flag=True,
+              help="All branches of the current session (of REV's session, with REV).")
 @click.option("--first-parent", is_flag=True, help="Follow only first parents.")
 @click.option("--type", "types", multiple=True, metavar="TYPE",
               help="Only events of TYPE (glob, e.g. 'ToolCall*'; repeatable). Naming a "
@@ -234,11 +235,14 @@ def show_cmd(state, rev: str, verbose: bool, raw: bool, as_json: bool) -> None:
                    "at B (git's name-status with renames; --stat adds line counts, --patch the "
                    "diff).")
 @click.option("--patch", is_flag=True, help="With --files: the unified diff of the files.")
+@click.option("--bookkeeping", is_flag=True,
+              help="Also show source bookkeeping events (hidden by default, as in `ctx log`).")
 @click.option("--json", "as_json", is_flag=True,
-              help="{a, b, merge_base, only_a: [...], only_b: [...], state} (events newest first);"
-                   " with --files {a, b, changes}.")
+              help="{a, b, merge_base, only_a: [...], only_b: [...], bookkeeping_hidden, state} "
+                   "(events newest first); with --files {a, b, changes}.")
 @click.pass_obj
-def diff_cmd(state, a: str, b: str, stat: bool, files: bool, patch: bool, as_json: bool) -> None:
+def diff_cmd(state, a: str, b: str, stat: bool, files: bool, patch: bool, bookkeeping: bool,
+             as_json: bool) -> None:
     """Compare two revisions from their merge base: events only in A, only in B, and how the
     projected state differs (goal, plan, files, facts, errors, ...).
 
@@ -252,7 +256,7 @@ def diff_cmd(state, a: str, b: str, stat: bool, files: bool, patch: bool, as_jso
     if files:
         _diff_files(state, a, b, stat, patch, as_json)
         return
-    d = ph.diff(state.repo, a, b)
+    d = ph.diff(state.repo, a, b, bookkeeping)
     from ctxstore.porcelain import context as pc  # state projection: only `diff` needs it
 
     sdiff = pc.state_diff_at(state.repo, a, b)
@@ -262,10 +266,15 @@ def diff_cmd(state, a: str, b: str, stat: bool, files: bool, patch: bool, as_jso
     output.page()
     cwd = _session_cwd(state.repo, d.b)
     names = _tool_names([*d.only_a, *d.only_b])
+    if d.a == d.b:
+        click.echo(f"{a} and {b} are the same event ({short(d.a)}): nothing differs")
+        return
     click.echo(f"merge base: {short(d.base) if d.base else '(none: unrelated histories)'}")
-    for label, events, color, sign in ((a, d.only_a, "red", "-"), (b, d.only_b, "green", "+")):
-        click.echo(style(f"only in {label} ({len(events)} event{'s' if len(events) != 1 else ''})"
-                         f"{':' if events else ''}", bold=True))
+    for label, events, hidden, color, sign in ((a, d.only_a, d.hidden_a, "red", "-"),
+                                               (b, d.only_b, d.hidden_b, "green", "+")):
+        more = f"; {hidden} bookkeeping hidden" if hidden else ""
+        click.echo(style(f"only in {label} ({len(events)} event{'s' if len(events) != 1 else ''}"
+                         f"{more}){':' if events else ''}", bold=True))
         if stat:
             for t, count in _type_counts(events):
                 click.echo(style(f" {sign} {count:>5} {t}", fg=color))

@@ -6,7 +6,7 @@ import click
 
 from .cmd_transfer import Progress, progress_option
 from .main import cli
-from .render import emit_json, short
+from .render import count, emit_json, short
 
 
 def _session_branch(ref: str) -> str:
@@ -195,7 +195,7 @@ def _print_push(result, as_json: bool) -> None:
             flag = {"create": "*", "fast-forward": " ", "forced": "+"}[r.action]
             what = "[new branch]" if r.action == "create" else \
                 f"{short(r.old)}{'...' if r.action == 'forced' else '..'}{short(r.new)}"
-            click.echo(f" {flag} {name}  {what}  ({r.objects} objects, {r.pack_bytes} bytes)")
+            click.echo(f" {flag} {name}  {what}  ({count(r.objects, 'object')}, {count(r.pack_bytes, 'byte')})")
 
 
 @cli.command("fetch")

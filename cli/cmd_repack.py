@@ -9,7 +9,7 @@ from ctxstore.store import recompress as rc
 
 from .cmd_transfer import Progress, progress_option
 from .main import cli
-from .render import emit_json
+from .render import count, emit_json
 
 
 def _size(n: int) -> str:
@@ -54,8 +54,8 @@ def repack_cmd(state, level: int, dict_size: int, samples: int, no_retrain: bool
     else:
         what = f"new dictionary {d.dict_id}" if d.new else \
             f"dictionary {d.dict_id or 'none'} kept"
-        click.echo(f"Trained on {d.samples} objects: {what} ({d.reason})")
-    click.echo(f"Recompressed {rep.objects} objects at level {rep.level}; packs "
+        click.echo(f"Trained on {count(d.samples, 'object')}: {what} ({d.reason})")
+    click.echo(f"Recompressed {count(rep.objects, 'object')} at level {rep.level}; packs "
                f"{rep.packs_before} -> {rep.packs_after}; bytes {_size(rep.bytes_before)} -> "
                f"{_size(rep.bytes_after)}; {rep.seconds:.2f}s")
     if rep.kept_packs:

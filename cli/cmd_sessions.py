@@ -9,7 +9,7 @@ import click
 from ctxstore.refs import DEFAULT_BRANCH, branch_ref
 
 from .main import cli
-from .render import emit_json, short, style
+from .render import count, emit_json, short, style
 
 
 @cli.command("new")
@@ -133,7 +133,7 @@ def append_cmd(state, event_type: str | None, actor: str, payload: str | None,
         if as_json:
             emit_json({"count": res.count, "head": res.head})
         else:
-            click.echo(f"appended {res.count} events; head {res.head}")
+            click.echo(f"appended {count(res.count, 'event')}; head {res.head}")
         return
     if not event_type:
         raise click.UsageError("missing EVENT_TYPE (or --batch FILE)")

@@ -9,7 +9,7 @@ import click
 from ctxstore.porcelain import transfer as pt
 
 from .main import cli
-from .render import emit_json, short
+from .render import count, emit_json, short
 
 
 class Progress:
@@ -103,7 +103,7 @@ def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, redact, 
             if as_json:
                 emit_json(report)
             else:
-                click.echo(f"{verify_file}: ok — {report['objects']} objects, "
+                click.echo(f"{verify_file}: ok — {count(report['objects'], 'object')}, "
                            f"{len(report['refs'])} refs, {_mb(report['bytes'])}, "
                            f"checksum {short(report['checksum'], 16)}")
                 for name, tip in report["refs"].items():
@@ -145,7 +145,7 @@ def pack_cmd(state, revs, all_refs, since, out, verify_file, list_file, redact, 
         for line in pr.describe(report):
             click.echo(line)
     thin = f", thin against {short(summary.prerequisites[0])}" if summary.prerequisites else ""
-    click.echo(f"Wrote {out}: {summary.objects} objects, {len(summary.refs)} refs, "
+    click.echo(f"Wrote {out}: {count(summary.objects, 'object')}, {count(len(summary.refs), 'ref')}, "
                f"{_mb(summary.bytes)} ({_mb(summary.raw_bytes)} raw){thin}")
 
 
@@ -169,7 +169,7 @@ def unpack_cmd(state, file: str, force: bool, as_json: bool, show_progress) -> N
     if as_json:
         emit_json(result.to_dict())
         return
-    click.echo(f"Unpacked {file}: {result.objects} objects ({result.new_objects} new)")
+    click.echo(f"Unpacked {file}: {count(result.objects, 'object')} ({result.new_objects} new)")
     for u in result.refs:
         old = short(u.old) if u.old else "(new)"
         click.echo(f"  {u.action:<12} {old} -> {short(u.new)}  {u.name}")

@@ -39,11 +39,16 @@ def _num(v) -> str:
     return f"{v:,}" if isinstance(v, int) else "?"
 
 
+def count(n: int, noun: str, plural: str = "") -> str:
+    """`1 object`, `2 objects`, `1,024 events`: a number and its noun, in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def _compaction_summary(p) -> str:
     """"summarized 193 events: 155,979 → 1,020 tokens"; a harness that did not record the
     size before its compaction leaves that part out rather than printing "?"."""
     n = p.get("summarized_events")
-    head = f"summarized {_num(n)} events" if isinstance(n, int) else "compaction"
+    head = f"summarized {count(n, 'event')}" if isinstance(n, int) else "compaction"
     before, after = p.get("tokens_before"), p.get("tokens_after")
     if isinstance(before, int) and isinstance(after, int):
         return f"{head}: {before:,} → {after:,} tokens"
@@ -167,7 +172,9 @@ def event_summary(ev: Event, width: int = 80, cwd: str = "",
     `tool_names` maps call ids to tool names for results that do not repeat the name."""
     p = ev.payload
     if ev.type == "BranchMerged":
-        return f"merged branch {p.get('branch', '')} ({p.get('merged_events', '?')} events summarized)"
+        n = p.get("merged_events")
+        done = f"{count(n, 'event')} summarized" if isinstance(n, int) else "? events summarized"
+        return f"merged branch {p.get('branch', '')} ({done})"
     if ev.type == "CompactionCompleted":
         return _compaction_summary(p)
     if "workspace" in p or "workspace_missing" in p:

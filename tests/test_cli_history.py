@@ -25,7 +25,7 @@ def session(ctx):
 
 def test_init_is_idempotent(ctx, tmp_path):
     before = store_files(tmp_path)
-    assert "Initialized" in ctx("init", str(tmp_path)).stdout
+    assert "Reinitialized existing ctxstore" in ctx("init", str(tmp_path)).stdout
     assert store_files(tmp_path) == before
 
 

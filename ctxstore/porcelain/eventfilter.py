@@ -16,8 +16,11 @@ from typing import Any, NamedTuple
 from ..clock import parse_ts
 from ..objects import Event
 
-#: Importer namespaces whose `system` events are source bookkeeping (see `is_bookkeeping`).
-SOURCE_NAMESPACES = ("claude-code:", "codex:", "pi:")
+from ..importers.harnesses import BUILTIN, MODULES  # names only: no importer is loaded
+
+#: Importer namespaces whose `system` events are source bookkeeping (see `is_bookkeeping`):
+#: every harness ctxstore imports.
+SOURCE_NAMESPACES = tuple(f"{fmt}:" for fmt in (*BUILTIN, *MODULES))
 
 def is_bookkeeping(ev: Event) -> bool:
     """A record an importer kept from the source that neither the user nor the model wrote:

@@ -27,9 +27,14 @@ def log(repo: Repository, rev: str | None = None, n: int | None = None,
         flt: EventFilter | None = None,
         walked: list[tuple[str, Event]] | None = None) -> list[tuple[str, Event]]:
     """Events newest first from REV (default HEAD), or from every branch of HEAD's session
-    (every session's when HEAD is on none); with `flt`, the first N events it keeps.
+    (every session's when HEAD is on none); with both, every branch of REV's session plus REV
+    (git's `log --all REV`: the refs and REV); with `flt`, the first N events it keeps.
     `walked` collects every event looked at, for `eventfilter.visible_parents`."""
-    if all_branches:
+    if all_branches and rev:
+        tip = resolve_event(repo, rev)
+        sid = repo.session_of_event(tip)
+        tips = [*(repo.branches(sid).values() if sid else ()), tip]
+    elif all_branches:
         cur = repo.current()
         if cur.session:
             tips = list(repo.branches(cur.session).values())
@@ -153,19 +158,32 @@ class DiffResult(NamedTuple):  # not a dataclass: ~10x cheaper to define at star
     base: str | None
     only_a: list[tuple[str, Event]]
     only_b: list[tuple[str, Event]]
+    hidden_a: int = 0  # source bookkeeping events left out (see `diff`)
+    hidden_b: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "merge_base": self.base,
                 "only_a": [event_dict(i, e) for i, e in self.only_a],
-                "only_b": [event_dict(i, e) for i, e in self.only_b]}
+                "only_b": [event_dict(i, e) for i, e in self.only_b],
+                "bookkeeping_hidden": {"a": self.hidden_a, "b": self.hidden_b}}
 
 
-def diff(repo: Repository, a: str, b: str) -> DiffResult:
+def diff(repo: Repository, a: str, b: str, bookkeeping: bool = False) -> DiffResult:
+    """Events only in A and only in B from their merge base, newest first. Source bookkeeping
+    (`eventfilter.is_bookkeeping`: records an importer kept that nobody wrote) is left out and
+    counted, as `ctx log` hides it, unless `bookkeeping`."""
+    from .eventfilter import is_bookkeeping
+
     ia, ib = resolve_event(repo, a), resolve_event(repo, b)
     d = repo.graph.diff(ia, ib)
     ev = repo.graph.event
-    return DiffResult(ia, ib, d.base, [(i, ev(i)) for i in d.only_a],
-                      [(i, ev(i)) for i in d.only_b])
+    only_a, only_b = [(i, ev(i)) for i in d.only_a], [(i, ev(i)) for i in d.only_b]
+    if bookkeeping:
+        return DiffResult(ia, ib, d.base, only_a, only_b)
+    shown_a = [x for x in only_a if not is_bookkeeping(x[1])]
+    shown_b = [x for x in only_b if not is_bookkeeping(x[1])]
+    return DiffResult(ia, ib, d.base, shown_a, shown_b, len(only_a) - len(shown_a),
+                      len(only_b) - len(shown_b))
 
 
 def reflog(repo: Repository, ref: str | None = None) -> tuple[str, list[dict[str, Any]]]:
