@@ -11,6 +11,7 @@ Start-up is lazy: only the invoked command's module is imported (commands.py say
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -101,6 +102,26 @@ class CtxGroup(click.Group):
         except OSError as exc:  # backstop: a file the command could not read or write
             click.echo(f"ctx: error: {os_error_message(exc)}", err=True)
             ctx.exit(IOFailure.exit_code)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's main, except that a usage error (unknown option, missing argument, bad
+        value) is one line on stderr like every other error, naming the --help to read,
+        instead of click's usage block; exit code 2 as click gives it."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "ctx")
+            click.echo(f"ctx: error: {exc.format_message()} (see '{where} --help')", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta["ctx.argv"] = _without_store(args)

@@ -65,3 +65,11 @@ def test_counts_read_in_the_right_number(ctx, tmp_path):
 
     assert (count(1, "object"), count(2, "object"), count(1200, "event")) == \
         ("1 object", "2 objects", "1,200 events")
+
+
+@pytest.mark.parametrize("args, what", [(["log", "--bogus"], "No such option '--bogus'"),
+                                        (["append"], "missing EVENT_TYPE"),
+                                        (["bogus"], "No such command 'bogus'")])
+def test_usage_errors_are_one_line(ctx, args, what):
+    err = ctx.fails(2, *args)  # one line, "ctx: error: ...", exit 2 as click gives it
+    assert what in err and "--help')" in err

@@ -81,8 +81,9 @@ def _modules_after(*args: str, cwd) -> list[str]:
 
 
 #: Small modules under a heavy package that everyday commands may use (`ctx log`/`show` print
-#: events in the neutral line format of importers.records).
-LIGHT = ("ctxstore.importers", "ctxstore.importers.records")
+#: events in the neutral line format of importers.records; `ctx log` hides the bookkeeping of
+#: every harness named in importers.harnesses, a table of names that loads no importer).
+LIGHT = ("ctxstore.importers", "ctxstore.importers.records", "ctxstore.importers.harnesses")
 
 
 def _heavy(modules: list[str]) -> list[str]:

@@ -117,13 +117,12 @@ def test_removed_session_is_collected_by_gc_only_after_its_reflogs_and_operation
 
 
 def test_status_lists_sessions_when_head_has_none(ctx, tmp_path):
+    from ctxstore.repo import Repository
+
     assert "No session yet" in ctx("status").stdout
-    line = ('{"type": "user", "sessionId": "s1", "uuid": "u1", "parentUuid": null, '
-            '"timestamp": "2026-01-01T00:00:00.000Z", "message": {"role": "user", '
-            '"content": "imported prompt"}}\n')
-    f = tmp_path / "t.jsonl"
-    f.write_text(line)
-    ctx("import", str(f))
+    repo = Repository.open(tmp_path)  # a session HEAD is not on (an import would attach it)
+    repo.new_session(title="imported prompt", checkout=False)
+    repo.close()
     out = ctx("status").stdout
     assert "this store has 1 session" in out and "ctx checkout SESSION" in out
     st = ctx.json("status")
