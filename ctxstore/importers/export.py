@@ -61,6 +61,8 @@ def export_session(repo: Repository, rev_or_session: str, format: str, out: Text
                           f"(origin: {origin or 'native'}); export it with --format jsonl")
     lines = _source_lines(repo, sid, session, tips)
     writer = getattr(harnesses.module(format), "export", None) if format in harnesses.MODULES else None
+    if writer is not None and not getattr(harnesses.module(format), "is_document", lambda o: True)(session.origin):
+        writer = None  # this session came from the harness's line format: written line by line
     if writer is not None:  # a document format: the module puts its records back together
         records = [(n, json.loads(event_line(repo.store, ev.payload, ev.causality)))
                    for n, ev in lines]

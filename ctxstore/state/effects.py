@@ -37,7 +37,8 @@ GOAL_TEXT_LIMIT = 2000
 #: Event types (and payload keys) that carry a session title recorded by the harness.
 TITLE_EVENTS = {"claude-code:summary": "text", "claude-code:custom-title": "title",
                 "claude-code:ai-title": "title", "codex:event_msg": "title",
-                "pi:session_info": "name", "SessionStarted": "title"}
+                "pi:session_info": "name", "SessionStarted": "title",
+                "gemini:metadata": "title"}
 
 
 def hooks() -> Mapping[str, HookFn]:
@@ -192,7 +193,7 @@ def _apply_plan(state: AgentState, e: Effect) -> AgentState:
             return state
         steps = freeze(list(e.steps))
     elif e.kind == "plan_add":
-        steps = steps + (freeze({"id": str(len(steps) + 1), "text": e.summary,
+        steps = steps + (freeze({"id": e.path or str(len(steps) + 1), "text": e.summary,
                                  "status": "pending"}),)
     elif e.kind == "plan_status":
         if e.op == "deleted":
