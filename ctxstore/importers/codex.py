@@ -1,4 +1,5 @@
-"""OpenAI Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+"""OpenAI Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`, or
+`rollout-*.jsonl.zst` where Codex compressed one: read through zstd, line for line the same).
 
 Codex lines are `{timestamp, type, payload}` with no ids or parents, so a rollout is one
 linear history. Conversation content comes from `response_item`; `event_msg` duplicates it
@@ -29,7 +30,11 @@ from .common import (
 
 FMT = "codex"
 KNOWN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context",
-                         "compacted", "world_state", "inter_agent_communication_metadata"})
+                         "compacted", "world_state", "inter_agent_communication_metadata",
+                         # RolloutItem variants added in 2026 (codex-rs protocol): kept as
+                         # bookkeeping (`codex:<type>`); usage still comes from token_count
+                         "inter_agent_communication", "retained_context", "token_usage_record",
+                         "security_risk_score", "realtime_item", "agent_response_observation"})
 CALLS = {"function_call": "arguments", "custom_tool_call": "input", "tool_search_call": "arguments"}
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 _CONTEXT_TAGS = ("<environment_context", "<user_instructions", "# AGENTS.md", "<permissions")
@@ -78,7 +83,9 @@ def open_file(ctx: ImportContext, path: Path) -> Rollout:
             title = title_of(prompt_text(_text_of(p.get("content"))))
         if meta and title:
             break
-    source = meta.get("id") if isinstance(meta.get("id"), str) else path.stem
+    stem = path.name[:-len(".jsonl.zst")] if path.name.endswith(".jsonl.zst") else path.stem
+    source = next((meta[k] for k in ("id", "session_id") if isinstance(meta.get(k), str)
+                   and meta[k]), stem)  # current releases write `session_id`
     links = _links(meta)
     parent_src = links.get("parent_thread_id") or links.get("forked_from_id") or ""
     kind = "subagent" if "subagent" in links else "fork" if "forked_from_id" in links else "main"

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import codec, jsonparse
 from ..chunking import ChunkParams, put_large
-from ..errors import CorruptObject
+from ..errors import CorruptObject, InvalidInput
 from ..objects import Artifact, Compaction, Message, ToolCallBlock, ToolResultBlock
 from ..refs import branch_ref
 from ..repo import Repository, Transaction
@@ -145,6 +145,40 @@ class ImportContext:
             self.progress(self.done_bytes, self.total_bytes, path)
 
 
+def open_lines(path: Path):
+    """The file's bytes to read line by line: `open_input`, or for a zstd-compressed file
+    (`*.zst`, as Codex writes `rollout-*.jsonl.zst`) its decompressed stream (a stream that
+    is not zstd raises InvalidInput naming the file; a cut one ends at the cut)."""
+    if not str(path).endswith(".zst"):
+        return open_input(path)
+    import io
+
+    import zstandard
+
+    class _Zst(io.RawIOBase):
+        def __init__(self, raw) -> None:
+            self.raw = raw
+            self.stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buf) -> int:
+            try:
+                data = self.stream.read(len(buf))
+            except zstandard.ZstdError as exc:
+                raise InvalidInput(f"{path}: not a readable zstd stream ({exc})") from None
+            buf[:len(data)] = data
+            return len(data)
+
+        def close(self) -> None:
+            if not self.closed:
+                self.raw.close()
+            super().close()
+
+    return io.BufferedReader(_Zst(open_input(path)), 1 << 16)
+
+
 def iter_jsonl(ctx: ImportContext, path: Path) -> Iterator[tuple[int, str, Any]]:
     """(line number, text, parsed object or MALFORMED) for each non-empty line, streamed.
 
@@ -153,7 +187,7 @@ def iter_jsonl(ctx: ImportContext, path: Path) -> Iterator[tuple[int, str, Any]]
     """
     name = path.name
     step, pending = 1 << 20, 0
-    with open_input(path) as fh:
+    with open_lines(path) as fh:
         for n, raw in enumerate(fh, 1):
             pending += len(raw)
             if pending >= step:
@@ -186,7 +220,7 @@ def iter_jsonl(ctx: ImportContext, path: Path) -> Iterator[tuple[int, str, Any]]
 
 def peek_jsonl(path: Path, limit: int = 200) -> Iterator[dict]:
     """The first parseable JSON objects of a file (format detection, session metadata)."""
-    with open_input(path) as fh:
+    with open_lines(path) as fh:
         for i, raw in enumerate(fh):
             if i >= limit:
                 return

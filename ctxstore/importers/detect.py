@@ -26,7 +26,8 @@ CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_con
 
 
 def detect_format(path: Path) -> str | None:
-    added = harnesses.sniff(path)
+    # a zstd-compressed file is a Codex rollout or nothing: no added harness writes one
+    added = harnesses.sniff(path) if not path.name.endswith(".zst") else None
     if added is not None:
         return added
     if path.is_dir():
@@ -85,6 +86,12 @@ def walk(root: Path) -> list[Path]:
     out = set(units)
     for x in root.rglob("*.jsonl"):
         if x.is_file() and not any(d in x.parents for d in dirs):
+            out.add(x)
+    # zstd-compressed JSONL (Codex's `rollout-*.jsonl.zst`); as Codex reads them, a plain
+    # `.jsonl` beside one is the same rollout and wins
+    for x in root.rglob("*.jsonl.zst"):
+        if x.is_file() and not any(d in x.parents for d in dirs) \
+                and not x.with_name(x.name[:-len(".zst")]).is_file():
             out.add(x)
     return sorted(out)
 

@@ -59,6 +59,9 @@ class Follower:
         self.reader: Any = None  # the Codex/pi importer object, once past HEAD_LINES
         self.live = LiveImporter(repo) if fmt == "claude-code" else None
         self.whole = self.live is None and reader_of(fmt) is None
+        self.whole = self.whole or self.path.name.endswith(".zst")  # compressed: no line offsets
+        if fmt in harnesses.MODULES and hasattr(harnesses.module(fmt), "follows_lines"):
+            self.whole = self.whole or not harnesses.module(fmt).follows_lines(self.path)  # a document
         self.signature: tuple[int, int] | None = None  # whole mode: (size, mtime) imported
         self.session = ""
         self.warnings: list[dict] = []
@@ -121,6 +124,9 @@ class Follower:
 
         st = os.stat(self.path)
         sig = (unit_size(self.path), st.st_mtime_ns)
+        wal = f"{self.path}-wal"  # a SQLite database in WAL mode (OpenCode) changes there first
+        if os.path.isfile(wal):
+            sig += (os.path.getsize(wal), os.stat(wal).st_mtime_ns)
         if sig == self.signature:
             return {"lines": 0, "new_events": 0, "session": self.session, "rewritten": False}
         report = import_paths(self.repo, [self.path], format=self.fmt)

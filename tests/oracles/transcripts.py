@@ -222,10 +222,23 @@ class Transcript:
 # Reading
 
 
+def _open_text(path: Path):
+    """A transcript file as text; a `*.zst` one (Codex's `rollout-*.jsonl.zst`) decompressed."""
+    if not str(path).endswith(".zst"):
+        return open(path, encoding="utf-8")
+    import io
+
+    import zstandard
+
+    raw = open(path, "rb")
+    reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+    return io.TextIOWrapper(io.BufferedReader(reader), encoding="utf-8")
+
+
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     """(1-based line number, record) for every non-empty line that is a JSON object."""
     out = []
-    with open(path, encoding="utf-8") as fh:
+    with _open_text(path) as fh:
         for n, raw in enumerate(fh, 1):
             raw = raw.strip()
             if not raw:
@@ -270,7 +283,7 @@ def added_oracles() -> list:
 def analyze(path: str | os.PathLike) -> Transcript:
     """Read one transcript file and compute everything the acceptance checks need."""
     path = Path(path)
-    for oracle in added_oracles():
+    for oracle in added_oracles() if not path.name.endswith(".zst") else ():  # zstd: Codex's
         if oracle.detect(path):
             return oracle.analyze(path)
     records = read_jsonl(path)
@@ -297,6 +310,10 @@ def transcript_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
         dirs = [u for u in units if u.is_dir()]
         found = units | {x for x in p.rglob("*.jsonl") if x.is_file()
                          and not any(d in x.parents for d in dirs)}
+        # Codex's compressed rollouts, unless the plain rollout is beside it (Codex reads that)
+        found |= {x for x in p.rglob("*.jsonl.zst") if x.is_file()
+                  and not any(d in x.parents for d in dirs)
+                  and not x.with_name(x.name[:-len(".zst")]).is_file()}
         out += sorted(found)
     return out
 
