@@ -101,9 +101,9 @@ def _describe(repo, ev, width: int, cwd: str, names: dict[str, str] | None = Non
 @click.option("--type", "types", multiple=True, metavar="TYPE",
               help="Only events of TYPE (glob, e.g. 'ToolCall*'; repeatable). Naming a "
                    "bookkeeping type shows it.")
-@click.option("--actor", "actors", multiple=True,
-              type=click.Choice(["user", "agent", "model", "tool", "system", "subagent"]),
-              help="Only events by ACTOR (repeatable).")
+@click.option("--actor", "actors", multiple=True, metavar="ACTOR",
+              help="Only events by ACTOR (repeatable): user, agent, model, tool, system, "
+                   "subagent, or any actor `ctx append --actor` recorded.")
 @click.option("--grep", "grep", metavar="REGEX",
               help="Only events whose payload (text, tool name and arguments, result preview) "
                    "matches; `ctx grep` also searches whole messages and artifacts.")

@@ -73,3 +73,9 @@ def test_counts_read_in_the_right_number(ctx, tmp_path):
 def test_usage_errors_are_one_line(ctx, args, what):
     err = ctx.fails(2, *args)  # one line, "ctx: error: ...", exit 2 as click gives it
     assert what in err and "--help')" in err
+
+
+def test_any_actor_append_records_can_be_filtered(ctx):
+    ctx("append", "MessageAdded", "--actor", "robot", "--payload", '{"role": "custom", "text": "beep"}')
+    got = ctx.json("log", "--actor", "robot")
+    assert [e["payload"]["text"] for e in got] == ["beep"]
