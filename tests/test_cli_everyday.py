@@ -79,3 +79,10 @@ def test_any_actor_append_records_can_be_filtered(ctx):
     ctx("append", "MessageAdded", "--actor", "robot", "--payload", '{"role": "custom", "text": "beep"}')
     got = ctx.json("log", "--actor", "robot")
     assert [e["payload"]["text"] for e in got] == ["beep"]
+
+
+def test_memory_add_names_every_missing_option_at_once(ctx):
+    err = ctx.fails(10, "memory", "add", "Run the tests with make test")
+    assert "--scope" in err and "--source" in err and "--ttl" in err
+    err = ctx.fails(10, "memory", "add", "x", "--scope", "project", "--ttl", "30d")
+    assert "--source" in err and "--scope" not in err.split("refusing", 1)[1].split(":")[0]

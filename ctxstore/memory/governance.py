@@ -181,7 +181,17 @@ def _expiry(spec: MemorySpec, now: datetime) -> tuple[str, str]:
 
 def build(repo: Repository, spec: MemorySpec, keys: ScopeKeys | None = None, *,
           now: datetime | None = None) -> Memory:
-    """The checked Memory object SPEC asks for (nothing written)."""
+    """The checked Memory object SPEC asks for (nothing written). What is missing is said
+    all at once: a user should not learn one required option per try."""
+    missing = [what for what, ok in (
+        (f"a scope (--scope {'|'.join(SCOPES)})", bool(spec.scope)),
+        ("sources (--source REF: an event, message or artifact it came from)",
+         any(str(s).strip() for s in spec.sources)),
+        ("an expiry or update policy (--ttl AGE, --expires DATE or --update-policy POLICY)",
+         any((spec.ttl, spec.expires, spec.update_policy)))) if not ok]
+    if len(missing) > 1:
+        raise MemoryRefused("refusing a memory without " + ", ".join(missing[:-1]) + " and "
+                            + missing[-1] + " (invariants 10 and 11)")
     if not spec.scope:
         raise MemoryRefused("refusing a memory without scope: give --scope "
                             f"{'|'.join(SCOPES)} (invariant 11)")
