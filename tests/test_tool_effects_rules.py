@@ -156,7 +156,7 @@ def test_an_ambiguous_tool_name_is_read_with_its_messages_harness():
     # pi and a harness of ours both describe `read`: the message's provenance picks
     register_tool("myharness", "read", lambda a: (Effect("read", "own:" + a["path"]),))
     try:
-        assert is_ambiguous("read") and not is_ambiguous("Read")
+        assert is_ambiguous("read") and not is_ambiguous("ExitPlanMode")  # Read: Cursor too
         for prov, path in (({"harness": "myharness"}, "own:x"), ({"source": "myharness"}, "own:x"),
                            ({"harness": "pi"}, "x"), ({"source": 3}, "x")):
             msg = Message("assistant", (), provenance=prov)

@@ -44,6 +44,9 @@ _SKIP_PREFIXES = (
     "<collaboration_mode", "<personality_spec",
 )
 
+#: Cursor wraps the user's words in `<user_query>` and puts context (`<user_info>`,
+#: `<attached_files>`, `<rules>`, ...) around it: the request is the query's content.
+_USER_QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 _BASH_INPUT = re.compile(r"<bash-input>\s*(.*?)\s*</bash-input>", re.DOTALL)
@@ -65,6 +68,9 @@ def classify_prompt(text: str) -> tuple[str, str]:
     A harness command is SKIP; a command that asks the model something (/init, /review, a
     custom command) is COMMAND."""
     raw = (text or "").strip()
+    queries = _USER_QUERY.findall(raw) if "<user_query>" in raw else []
+    if queries:
+        raw = "\n\n".join(q for q in queries if q)
     if not raw:
         return SKIP, ""
     m = _COMMAND.search(raw)
