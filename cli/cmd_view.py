@@ -33,18 +33,22 @@ from .render import emit_json, short
 @click.option("--allow-remote", is_flag=True,
               help="With --serve: allow a --host that is not loopback (anyone who can reach it "
                    "can read the whole store).")
+@click.option("--redact/--no-redact", "redact", default=None,
+              help="Replace secrets in the page (default: on, as in a built context, unless "
+                   "the redaction policy turns on_build off); the store is not changed.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the page's data (sessions, events, states, bundles) as JSON instead.")
 @click.pass_obj
 def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, serve: bool,
-             host: str, port: int, allow_remote: bool, as_json: bool) -> None:
+             host: str, port: int, allow_remote: bool, redact: bool | None, as_json: bool) -> None:
     """See sessions in a browser: the branch graph, turns with tool calls paired with their
     results, compactions with the exact range they replaced, recorded context bundles ("what the
     model saw"), the projected state at any event, token usage over time; or two branches side
     by side from their merge base (REV given as A..B).
 
     The file is self-contained (no network, opens from disk); transcript content is shown as
-    text, never run. `--serve` binds 127.0.0.1 and answers only from the store.
+    text, never run, and secrets are replaced by the redaction policy (--no-redact keeps
+    them). `--serve` binds 127.0.0.1 and answers only from the store.
 
     Keys in the page: j / k next / previous turn, b the branch point, / search sessions. Links
     like FILE.html#event=ID open at an event.
@@ -69,6 +73,15 @@ def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, ser
     store = model.store_model(repo)
     tgt = export.target(repo, rev, all_sessions, store)
     data = export.export_data(repo, tgt, store)
+    from ctxstore.porcelain import redact as pr
+
+    if pr.view_wants_redaction(repo, tgt.sessions, redact):
+        report = pr.redact_view_data(repo, data)
+        if report["redactions"]:
+            click.echo(f"redacted {report['redactions']} secret(s) in the page "
+                       f"(--no-redact keeps them)", err=True)
+            for d, n in report["by_detector"].items():
+                click.echo(f"  {n:>6}  {d}", err=True)
     if as_json:
         emit_json(data)
         return

@@ -1,5 +1,5 @@
 """Redaction on request, for the CLI: `ctx export --redact`, `ctx pack --redact`,
-`ctx redact [--purge]`. The machinery is ctxstore.redaction; this is where it meets the
+`ctx view` (on by default), `ctx redact [--purge]`. The machinery is ctxstore.redaction; this is where it meets the
 importers' exporters and the pack writer (which ctxstore.redaction must not import)."""
 
 from __future__ import annotations
@@ -150,3 +150,32 @@ def describe(report: dict[str, Any]) -> list[str]:
     if report.get("binary_unscanned"):
         lines.append(f"  {report['binary_unscanned']} binary blob(s) not scanned (not UTF-8 text)")
     return lines
+
+
+def view_wants_redaction(repo: Repository, sessions: list[str], flag: bool | None) -> bool:
+    """`ctx view` redacts like a built context: --redact/--no-redact, else on when the policy
+    of any shown session (or the store's) redacts built contexts (`on_build`, default true).
+    A page is a file people mail and attach to bug reports (docs/viewer.md)."""
+    if flag is not None:
+        return flag
+    return any(policy_for(repo, sid).on_build for sid in sessions) or policy_for(repo).on_build
+
+
+def redact_view_data(repo: Repository, data: dict[str, Any]) -> dict[str, Any]:
+    """Replace every secret in `ctx view`'s page data in place: each session's part by its
+    own policy, the rest (the store's session list, titles) by the store's. Returns a
+    RewriteReport dict of what fired."""
+    store = Redactor(policy_for(repo))
+    fired: list[str] = []
+    engines = set(store.engines)
+    sessions = data.get("data") or {}
+    known = set(repo.session_ids())
+    for sid, part in list(sessions.items()):
+        redactor = Redactor(policy_for(repo, sid)) if sid in known else store
+        engines.update(redactor.engines)
+        sessions[sid] = _redact_json(part, redactor, fired)
+    for key in [k for k in data if k != "data"]:
+        data[key] = _redact_json(data[key], store, fired)
+    report = RewriteReport(engines=tuple(sorted(engines)))
+    report.add("page", tuple(fired))
+    return report.to_dict()
