@@ -46,6 +46,13 @@ def state_cmd(state, rev: str | None, as_json: bool) -> None:
     for kind in ("hard", "soft", "preferences"):
         for item in c[kind]:
             click.echo(f"  {kind}: {item}")
+    for f in d["facts"]:
+        conf = f.get("confidence", 1.0)
+        click.echo(style("Fact: ", bold=True) + f["content"]
+                   + (f"  (confidence {conf:g})" if conf != 1.0 else ""))
+    for dec in d["decisions"]:
+        click.echo(style("Decision: ", bold=True) + dec["decision"]
+                   + (f"  (because: {dec['rationale']})" if dec.get("rationale") else ""))
     files = d["files"]
     if files["read"] or files["modified"]:
         click.echo(style("Files:", bold=True))
@@ -206,16 +213,20 @@ def trace_cmd(state, rev, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def stats_cmd(state, rev, as_json) -> None:
-    """Tokens, compaction, tool and context-build counters along REV's history.
+    """Tokens spent by the session, and compaction, tool and context-build counters along
+    REV's history.
 
-    Input tokens are everything the provider processed, cache reads and cache writes
-    included (also shown apart); a response the transcript repeats counts once; a harness's
-    running total (Codex) counts as its newest value. `--json` adds `by_model`.
+    Tokens are the whole session's (every branch; `token_usage`), then REV's branch's own
+    share (`branch_token_usage`). Input tokens are everything the provider processed, cache
+    reads and cache writes included (also shown apart); a response the transcript repeats, or
+    that two branches share, counts once; a harness's running total (Codex) counts as its
+    newest value on each line. `--json` adds `by_model`.
 
     \b
     Examples:
       ctx stats
       ctx stats SESSION/main --json | jq .token_usage
+      ctx stats --json | jq .branch_token_usage
     """
     s = pc.stats(state.repo, rev)
     if as_json:
@@ -223,10 +234,11 @@ def stats_cmd(state, rev, as_json) -> None:
         return
     click.echo(f"Events: {s['events']}")
     tu, tools, comp = s["token_usage"], s["tools"], s["compression"]
-    click.echo(f"Tokens: {tu['input_tokens']:,} in ({tu['cache_read_tokens']:,} cache read, "
-               f"{tu['cache_write_tokens']:,} cache write), {tu['output_tokens']:,} out"
-               + (f", ${tu['cost_usd']:.4f}" if tu.get("cost_usd") is not None else "")
+    n = tu.get("branches", 1)
+    click.echo(f"Tokens (session, {n} branch{'es' if n != 1 else ''}): {_tokens_line(tu)}"
                + f"; last context {tu['context_used_tokens']:,} of {tu['context_window_tokens']:,}")
+    if n != 1 or s["branch_token_usage"]["input_tokens"] != tu["input_tokens"]:
+        click.echo(f"Tokens (this branch): {_tokens_line(s['branch_token_usage'])}")
     for model, m in tu["by_model"].items():
         click.echo(f"  {model:<28} {m['input_tokens']:>12,} in {m['output_tokens']:>10,} out"
                    + (f"  ${m['cost_usd']:.4f}" if m.get("cost_usd") is not None else ""))
@@ -239,6 +251,12 @@ def stats_cmd(state, rev, as_json) -> None:
     click.echo(f"Context builds recorded: {s['context_builds']}")
     for t, n in sorted(s["by_type"].items(), key=lambda kv: -kv[1]):
         click.echo(f"  {t:<28} {n}")
+
+
+def _tokens_line(tu: dict) -> str:
+    return (f"{tu['input_tokens']:,} in ({tu['cache_read_tokens']:,} cache read, "
+            f"{tu['cache_write_tokens']:,} cache write), {tu['output_tokens']:,} out"
+            + (f", ${tu['cost_usd']:.4f}" if tu.get("cost_usd") is not None else ""))
 
 
 @cli.group("artifact")

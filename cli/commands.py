@@ -66,8 +66,8 @@ COMMANDS: dict[str, Entry] = {
                                     "why."),
     "trace": Entry("cmd_context", "The reasoning trace at REV: goal, assumptions, decisions, "
                                   "evidence, actions, validation."),
-    "stats": Entry("cmd_context", "Tokens, compaction, tool and context-build counters along REV's"
-                                  " history."),
+    "stats": Entry("cmd_context", "Tokens spent by the session, and compaction, tool and "
+                                  "context-build counters along REV's history."),
     "artifact": Entry("cmd_context", "Large evidence stored whole, outside the prompt."),
     "cat": Entry("cmd_context", "Write the raw bytes of an artifact's content (or a blob) to "
                                 "stdout."),

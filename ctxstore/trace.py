@@ -152,27 +152,60 @@ def normalize_usage(usage: Any) -> dict[str, Any]:
     return {"input": inp, "output": out, "cache_read": read, "cache_write": write, "cost": cost}
 
 
+def session_token_usage(graph, tips: Iterable[str]) -> dict[str, Any]:
+    """Token usage of a whole session: every event reachable from its branch TIPS, each once,
+    by the same per-harness rules as `stats` — each provider response once (the newest record
+    of a response_id), and a harness's running total (Codex `token_count`) as the sum of its
+    growth since the previous report on the same first-parent line (on one line that is its
+    newest value; a branch adds only what it spent after it forked)."""
+    events = list(graph.walk(tips))
+    events.reverse()  # oldest first: a first parent always comes before its children
+    tokens = _TokenCount()
+    last_report: dict[str, str | None] = {}  # event -> newest running-total report on its line
+    for eid, ev in events:
+        before = last_report.get(ev.parents[0]) if ev.parents else None
+        if "usage_total" in ev.payload:
+            tokens.add(eid, ev, before)
+            last_report[eid] = eid
+        else:
+            last_report[eid] = before
+            if ev.type == "ModelResponseReceived":
+                tokens.add(eid, ev)
+    return tokens.totals()
+
+
+_LINE = object()  # `_TokenCount.add`: the previous report is the previous one added
+
+
 class _TokenCount:
     """Token usage along a history: each response counted once (the newest record of a
     response_id wins: Claude Code repeats a split response's usage on each of its lines), plus
-    the newest running total a harness reports (Codex `token_count`), split per model by the
-    growth of that total between reports."""
+    a harness's running total (Codex `token_count`): the growth of each report over the
+    previous report on its line, summed (on one line: the newest total), split per model."""
 
     def __init__(self) -> None:
         self.responses: dict[str, tuple[str, dict]] = {}
-        self.running: dict | None = None
+        self.running: dict | None = None  # summed growth of the running totals
         self.running_by_model: dict[str, dict] = {}
+        self.reports: dict[str, dict] = {}  # report event -> its normalized total
+        self.last: dict | None = None
 
-    def add(self, eid: str, ev: Event) -> None:
+    def add(self, eid: str, ev: Event, previous: Any = _LINE) -> None:
+        """Count EV; for a running-total report, PREVIOUS is the event id of the previous
+        report on its first-parent line (None: none), by default the previous one added."""
         p = ev.payload
         model = p.get("model") if isinstance(p.get("model"), str) else ""
         if "usage_total" in p:
             total = normalize_usage(p["usage_total"])
-            prev = self.running or {k: 0 for k in total}
-            grew = {k: max(0, (total[k] or 0) - (prev[k] or 0)) for k in ("input", "output",
-                                                                           "cache_read", "cache_write")}
+            prev = self.last if previous is _LINE else self.reports.get(previous) if previous else None
+            prev = prev or _zero()
+            delta = {k: (total[k] or 0) - (prev[k] or 0)
+                     for k in ("input", "output", "cache_read", "cache_write")}
+            grew = {k: max(0, v) for k, v in delta.items()}
             _add(self.running_by_model.setdefault(model or "unknown", _zero()), grew, None)
-            self.running = total
+            self.running = self.running or _zero()
+            _add(self.running, delta, None)
+            self.reports[eid] = self.last = total
             return
         if isinstance(p.get("usage"), dict):
             key = p.get("response_id") if isinstance(p.get("response_id"), str) and p.get("response_id") else eid

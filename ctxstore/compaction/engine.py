@@ -16,6 +16,7 @@ from ..errors import BadRevision, CompactionRejected
 from ..objects import Compaction, Event, thaw
 from ..refs import branch_ref
 from ..state import AgentState, project
+from .carry import merge_patch
 from .checks import RangeFacts, Verdict, abandoned_calls, run_checks
 from .live import Boundary, live_events
 from .summarizers import StructuredSummarizer, Summarizer
@@ -278,6 +279,7 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
     costs = [cm.tokenizer.count(r["text"]) for r in rows]
     state = cm.projector.project(other)
     rstate = range_state(cm, live)
+    carried = merge_patch(cm.projector.project(d.base) if d.base else AgentState(), state)
     request = {"kind": "merge", "branch": branch, "state": state.to_dict(),
                "range_state": rstate.to_dict(), "events": rows,
                "previous": None, "policy": {"id": POLICY_ID},
@@ -291,7 +293,8 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
     if dry_run:
         return result
     _refuse_if_failed(result, "merge")
-    record = _record(out, session=cm.session, first_event=result.first_event or "",
+    record = _record({**out, "state_patch": carried}, session=cm.session,
+                     first_event=result.first_event or "",
                      last_event=result.last_event or "", first_kept="", source_event_ids=ids,
                      tokens_before=result.tokens_before, tokens_after=result.tokens_after,
                      provenance=_provenance(result, summarizer, POLICY_ID, branch=branch,
@@ -301,10 +304,15 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
     with cm.repo.transaction(cm.ref, message=f"merge {branch}", rebase=False) as tx:
         if tx.base != tip:
             raise CompactionRejected(f"branch {cm.branch} moved during the merge; retry")
-        result.event_id = tx.append("BranchMerged", "agent",
-                                    {"branch": branch, "summary": out["summary"][:2000],
-                                     "merged_events": len(ids)},
+        payload = {"branch": branch, "summary": out["summary"][:2000], "merged_events": len(ids)}
+        if carried:  # the branch's conclusions, folded into the target's state (state/folds.py)
+            payload["patch"] = carried
+        result.event_id = tx.append("BranchMerged", "agent", payload,
                                     {"compaction_id": result.compaction_id}, ts,
                                     extra_parents=(other,))
+        if record.memory_candidates:  # held for review in the same operation, never promoted
+            from ..memory.review import queue_candidates
+
+            queue_candidates(tx, result.compaction_id, len(record.memory_candidates))
     result.committed = True
     return result

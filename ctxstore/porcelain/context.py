@@ -103,11 +103,23 @@ def trace(repo: Repository, rev: str | None = None) -> dict[str, Any]:
 
 
 def stats(repo: Repository, rev: str | None = None) -> dict[str, Any]:
+    """The seed's Stats at REV: counters along REV's history (its branch), except
+    `token_usage`, which is the whole session's (every branch, each provider response once);
+    the branch's own share is `branch_token_usage`."""
     sid, _, eid = locate(repo, rev)
     window = int(repo.session(sid).config.get("context_window", 0))
+    from ..trace import session_token_usage
     from ..trace import stats as stats_of
 
-    return stats_of(_first_parent_history(repo, eid), window, state=Projector(repo).project(eid))
+    out = stats_of(_first_parent_history(repo, eid), window, state=Projector(repo).project(eid))
+    branch = out["token_usage"]
+    tips = [*repo.branches(sid).values(), eid]
+    out["token_usage"] = {**session_token_usage(repo.graph, tips),
+                          "context_window_tokens": branch["context_window_tokens"],
+                          "context_used_tokens": branch["context_used_tokens"],
+                          "branches": len(repo.branches(sid))}
+    out["branch_token_usage"] = branch
+    return out
 
 
 def state_diff_at(repo: Repository, a: str, b: str) -> dict[str, Any]:

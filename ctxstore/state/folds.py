@@ -173,7 +173,19 @@ folds("UserPromptSubmitted")(prompt_fold)  # goal and current task without marku
 
 @folds("StateUpdated")
 def _state_updated(state: AgentState, eid: str, event: Event, messages) -> AgentState:
-    patch = event.payload.get("patch")
+    return apply_patch(state, eid, event.payload.get("patch"))
+
+
+@folds("BranchMerged")
+def _branch_merged(state: AgentState, eid: str, event: Event, messages) -> AgentState:
+    """A merge carries the branch's conclusions (facts, decisions, constraints, open questions;
+    `ctxstore.compaction.carry.merge_patch`) as `payload.patch`, applied like a StateUpdated
+    patch; a merge recorded without one changes nothing."""
+    return apply_patch(state, eid, event.payload.get("patch"))
+
+
+def apply_patch(state: AgentState, eid: str, patch: Any) -> AgentState:
+    """The state after a `patch` (docs/events.md StateUpdated) written by event EID."""
     if not isinstance(patch, Mapping):
         return state
     kw: dict[str, Any] = {}
