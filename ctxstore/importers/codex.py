@@ -72,7 +72,7 @@ def open_file(ctx: ImportContext, path: Path) -> Rollout:
     (`run`, or `feed` a line at a time: `ctx import --follow`)."""
     meta: dict = {}
     first_ts = ""
-    title = ""
+    title = fallback = ""
     for rec in peek_jsonl(path, limit=400):
         first_ts = first_ts or rec.get("timestamp", "")
         p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
@@ -81,8 +81,12 @@ def open_file(ctx: ImportContext, path: Path) -> Rollout:
         elif rec.get("type") == "response_item" and p.get("type") == "message" \
                 and p.get("role") == "user":
             title = title_of(prompt_text(_text_of(p.get("content"))))
+        elif rec.get("type") == "event_msg" and p.get("type") == "user_message" \
+                and not fallback and isinstance(p.get("message"), str):
+            fallback = title_of(prompt_text(p["message"]))  # Desktop / VS Code rollouts
         if meta and title:
             break
+    title = title or fallback
     stem = path.name[:-len(".jsonl.zst")] if path.name.endswith(".jsonl.zst") else path.stem
     source = next((meta[k] for k in ("id", "session_id") if isinstance(meta.get(k), str)
                    and meta[k]), stem)  # current releases write `session_id`
@@ -112,6 +116,10 @@ class Rollout:
         self.calls: dict[str, tuple[str, str]] = {}
         self.model = ""
         self.ghosts = None  # GhostCommits, on the first ghost_snapshot
+        #: the prompt text of this turn and which record said it first ("item" for a
+        #: response_item user message, "event" for an event_msg user_message): Codex CLI writes
+        #: both, Codex Desktop and the IDE extensions only the event_msg (see `user_message`)
+        self.prompt: tuple[str, str] | None = None
 
     def run(self, path: Path) -> None:
         for n, text, rec in iter_jsonl(self.b.ctx, path):
@@ -137,9 +145,32 @@ class Rollout:
             if t == "turn_context" and isinstance(p.get("model"), str):
                 payload["model"] = self.model = p["model"]
             elif t == "event_msg":
+                if p.get("type") == "user_message" and self.user_message(p, ts):
+                    return
                 self.annotate(p, payload)
             b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system",
                      payload, ts=ts)
+
+    def user_message(self, p: dict, ts: str) -> bool:
+        """An event_msg user_message is the turn's prompt when no response_item user message
+        said it (Codex Desktop and the VS Code extension write only this record); when the CLI
+        wrote both, in either order, the prompt is counted once. Returns True when it appended
+        the prompt."""
+        text = p.get("message") if isinstance(p.get("message"), str) else ""
+        if not text.strip() or text.lstrip().startswith(_CONTEXT_TAGS):
+            return False
+        if self.prompt == (text.strip(), "item"):
+            self.prompt = None  # the response_item said it already
+            return False
+        b = self.b
+        blocks: list = [TextBlock(text)]
+        for img in p.get("images") or []:
+            if isinstance(img, str):
+                blocks.append(ImageBlock(uri=img))
+        mid = b.message("user", blocks, meta={"kind": "user_message"})
+        b.append("UserPromptSubmitted", "user", {"text": preview(text)}, {"message_id": mid}, ts)
+        self.prompt = (text.strip(), "event")
+        return True
 
     def annotate(self, p: dict, payload: dict) -> None:
         """What stats and titles need from an event_msg: the running token total (with the
@@ -192,8 +223,14 @@ class Rollout:
             mid = b.message("assistant", blocks, meta=meta)
             b.append("ModelResponseReceived", "model", {"text": preview(text)}, {"message_id": mid}, ts)
         elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
+            if self.prompt is not None and self.prompt == (text.strip(), "event"):
+                self.prompt = None  # the event_msg before it was this turn's prompt already
+                b.append(f"{FMT}:response_item", "system",
+                         {"subtype": "message", "role": "user", "prompt_recorded": True}, ts=ts)
+                return
             mid = b.message("user", blocks, meta=meta)
             b.append("UserPromptSubmitted", "user", {"text": preview(text)}, {"message_id": mid}, ts)
+            self.prompt = (text.strip(), "item")
         else:
             msg_role = role if role in ("system", "developer", "user") else "custom"
             mid = b.message(msg_role, blocks, meta=meta)
