@@ -17,8 +17,10 @@ a session's title must come from the requests only, so every user text goes thro
 - A summary left by a compaction ("This session is being continued from a previous
   conversation…") is not a request either.
 
-A slash command is kept as the command ("/review src"), never as the goal; commands that only
-drive the harness (`/exit`, `/clear`, `/model`, …) are not tasks at all.
+A slash command is kept as the command ("/review src"), never as the goal or the title, in
+every harness: Claude Code's tagged form and the plain `/name args` text that pi, Codex,
+Gemini CLI and the others record; commands that only drive the harness (`/exit`, `/clear`,
+`/model`, pi's `/mode`, …) are not tasks at all.
 """
 
 from __future__ import annotations
@@ -59,7 +61,16 @@ HARNESS_COMMANDS = frozenset({
     "release-notes", "upgrade", "bug", "feedback", "export", "add-dir", "statusline",
     "output-style", "todos", "rewind", "rename", "memory", "compact", "fast", "tasks", "plugin",
     "plugins", "install-github-app", "migrate-installer", "sandbox", "stats", "copy",
+    # pi, Codex, Gemini CLI, Qwen Code, OpenCode, Copilot CLI: commands that drive the harness
+    "mode", "thinking", "tree", "branch", "fork", "session", "new", "name", "share", "reload",
+    "hotkeys", "changelog", "queue", "scoped-models", "approvals", "diff", "mention",
+    "chat", "restore", "tools", "extensions", "editor", "auth", "directory", "about",
+    "undo", "redo", "sessions", "models", "themes", "init-config", "corgi", "shells",
 })
+
+#: A slash command typed as plain text (pi, Codex, Gemini CLI and others record it so): a
+#: name with no further "/" (so "/usr/bin/env is broken" stays a request), then its arguments.
+_PLAIN_COMMAND = re.compile(r"^/([A-Za-z][\w:.-]*)(?:\s+(.*))?$", re.DOTALL)
 
 
 def classify_prompt(text: str) -> tuple[str, str]:
@@ -91,6 +102,12 @@ def classify_prompt(text: str) -> tuple[str, str]:
     cleaned = _STRIP.sub("", raw).strip()
     if not cleaned or cleaned.startswith(_SKIP_PREFIXES):
         return SKIP, ""
+    m = _PLAIN_COMMAND.match(cleaned)
+    if m and "\n" not in cleaned.split(None, 1)[0]:
+        if m.group(1).split(":")[-1].lower() in HARNESS_COMMANDS:
+            return SKIP, ""
+        arg = " ".join((m.group(2) or "").split())
+        return COMMAND, f"/{m.group(1)} {arg}".strip()
     return PROMPT, cleaned
 
 
