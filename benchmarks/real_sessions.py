@@ -40,7 +40,8 @@ from tests.oracles.transcripts import (
 )
 
 BUDGETS = (8000, 32000)
-CHECKS = ("files.modified", "files.read", "plan.steps", "tokens.input", "tokens.output", "title",
+CHECKS = ("files.modified", "files.read", "plan.steps", "tokens.input", "tokens.output",
+          "tokens.branch", "title",
           "pending", "resume_chain", "compaction.files", *(f"context@{b}" for b in BUDGETS),
           *(f"fill@{b}" for b in BUDGETS))
 PASS, FAIL, NA = "pass", "FAIL", "n/a"
@@ -218,6 +219,8 @@ def _check_plan(t: Transcript, main: SessionView) -> tuple:
 
 
 def _check_tokens(t: Transcript, views: list[SessionView], field: str) -> tuple:
+    """What the session cost (`ctx stats` token_usage: every branch, each response once)
+    against the oracle's whole-session count, summed over the file's sessions."""
     want = t.input_tokens if field == "input_tokens" else t.output_tokens
     if t.usage_records == 0 or (t.input_tokens == 0 and t.output_tokens == 0):
         return "nothing to check", "±2%", NA, "no usage recorded in the transcript"
@@ -230,6 +233,25 @@ def _check_tokens(t: Transcript, views: list[SessionView], field: str) -> tuple:
     ok = abs(got - want) <= 0.02 * want
     return f"{got:,} vs {want:,}", "±2%", PASS if ok else FAIL, "" if ok else (
         f"{(got - want) / want:+.1%}" if want else "oracle 0")
+
+
+def _check_branch_tokens(t: Transcript, views: list[SessionView]) -> tuple:
+    """The checked-out branch's share (`ctx stats` branch_token_usage) against the oracle's
+    count on the line the harness resumes; input and output both within 2%."""
+    want_in = t.input_tokens if t.branch_input_tokens is None else t.branch_input_tokens
+    want_out = t.output_tokens if t.branch_output_tokens is None else t.branch_output_tokens
+    if t.usage_records == 0 or (t.input_tokens == 0 and t.output_tokens == 0):
+        return "nothing to check", "±2%", NA, "no usage recorded in the transcript"
+    got_in = got_out = 0
+    for v in views:
+        tu = (v.stats or {}).get("branch_token_usage")
+        if not isinstance(tu, dict) or not isinstance(tu.get("input_tokens"), int):
+            return "-", "±2%", FAIL, "`ctx stats --json` has no branch_token_usage"
+        got_in += tu["input_tokens"]
+        got_out += int(tu.get("output_tokens") or 0)
+    ok = abs(got_in - want_in) <= 0.02 * want_in and abs(got_out - want_out) <= 0.02 * want_out
+    return (f"{got_in:,}/{got_out:,} vs {want_in:,}/{want_out:,}", "±2%", PASS if ok else FAIL,
+            "" if ok else "in/out off the resumed line's")
 
 
 def _check_title(t: Transcript, main: SessionView, views: list[SessionView]) -> tuple:
@@ -456,6 +478,7 @@ def evaluate(path: Path, name: str | None = None) -> list[Result]:
                res("plan.steps", *_check_plan(t, main)),
                res("tokens.input", *_check_tokens(t, views, "input_tokens")),
                res("tokens.output", *_check_tokens(t, views, "output_tokens")),
+               res("tokens.branch", *_check_branch_tokens(t, views)),
                res("title", *_check_title(t, main, views)),
                res("pending", *_check_pending(t, views, bundles)),
                res("resume_chain", *_check_chain(t, main)),

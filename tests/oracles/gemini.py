@@ -274,11 +274,17 @@ class _Replay:
         for mid, (n, text) in sorted(self.prompts.items(), key=lambda x: x[1][0]):
             if mid not in self.off:
                 t.prompts.append((n, MAIN, text))
-        for tok in self.tokens.values():  # the whole session: rewound turns were spent too
+        t.branch_input_tokens = t.branch_output_tokens = 0
+        for mid, tok in self.tokens.items():  # the whole session: rewound turns were spent too
             t.usage_records += 1
-            t.input_tokens += _int(tok.get("input"))
+            inp = _int(tok.get("input"))
+            out = _int(tok.get("output")) + _int(tok.get("thoughts"))
+            t.input_tokens += inp
             t.cache_read_tokens += _int(tok.get("cached"))
-            t.output_tokens += _int(tok.get("output")) + _int(tok.get("thoughts"))
+            t.output_tokens += out
+            if mid not in self.off:  # the history gemini-cli resumes: the branch's share
+                t.branch_input_tokens += inp
+                t.branch_output_tokens += out
 
 
 def _cwd(meta: dict) -> str | None:

@@ -113,6 +113,7 @@ def analyze(path: Path) -> Transcript:
 
     results: dict[str, tuple[str, int]] = {}
     usage: dict[str, dict] = {}
+    lanes: dict[str, str] = {}
     for n, r in records:
         if t.cwd is None and isinstance(r.get("cwd"), str):
             t.cwd = r["cwd"]
@@ -137,7 +138,9 @@ def analyze(path: Path) -> Transcript:
             if real:
                 t.prompts.append((n, group, real))
         elif typ == "assistant" and isinstance(r.get("usageMetadata"), dict):
-            usage[r["uuid"] if isinstance(r.get("uuid"), str) else f"line:{n}"] = r["usageMetadata"]
+            key = r["uuid"] if isinstance(r.get("uuid"), str) else f"line:{n}"
+            usage[key] = r["usageMetadata"]
+            lanes[key] = lane
         if typ != "assistant":
             continue
         for i, p in enumerate(_parts(r)):
@@ -157,11 +160,17 @@ def analyze(path: Path) -> Transcript:
             if name == "todo_write" and isinstance(args.get("todos"), list):
                 c.plan = tuple(str(s.get("content", "")) for s in args["todos"] if isinstance(s, dict))
             t.calls.append(c)
-    for u in usage.values():  # the newest record of a uuid counts, once
+    t.branch_input_tokens = t.branch_output_tokens = 0
+    for key, u in usage.items():  # the newest record of a uuid counts, once
         t.usage_records += 1
-        t.input_tokens += _n(u.get("promptTokenCount"))
+        inp = _n(u.get("promptTokenCount"))
+        out = _n(u.get("candidatesTokenCount")) + _n(u.get("thoughtsTokenCount"))
+        t.input_tokens += inp  # the whole session: rewound records were spent too
         t.cache_read_tokens += _n(u.get("cachedContentTokenCount"))
-        t.output_tokens += _n(u.get("candidatesTokenCount")) + _n(u.get("thoughtsTokenCount"))
+        t.output_tokens += out
+        if lanes[key] != OFF:  # the resumed chain (and inline sidechains): the branch's share
+            t.branch_input_tokens += inp
+            t.branch_output_tokens += out
     for c in t.calls:
         if c.id in results:
             c.status, c.result_line = results[c.id]

@@ -25,10 +25,12 @@ code or their mistakes. Everything here follows the harnesses' own formats:
   {input, output, cacheRead, cacheWrite} and `stopReason`; `toolResult` messages carry
   `toolCallId` and `isError`.
 
-Scope, the same for every harness: calls and tokens are counted on the session's own line
-(Claude Code: the resume chain, plus subagent sidechains; pi v2+: the path to the newest entry;
-Codex and pi v1: the whole file). Lines on abandoned rewind branches are "off" and not counted,
-because `ctx state`/`ctx stats` look at one branch.
+Scope, the same for every harness: calls are counted on the session's own line (Claude Code:
+the resume chain, plus subagent sidechains; pi v2+: the path to the newest entry; Codex and pi
+v1: the whole file); lines on abandoned rewind branches are "off" and not counted, because
+`ctx state` looks at one branch. Tokens are what the session cost: every branch, each response
+once (`ctx stats` token_usage); the branch's own share is `branch_input_tokens` /
+`branch_output_tokens` (`ctx stats` branch_token_usage).
 """
 
 from __future__ import annotations
@@ -171,8 +173,12 @@ class Transcript:
     cwd: str | None = None
     calls: list[Call] = field(default_factory=list)
     prompts: list[tuple[int, str, str]] = field(default_factory=list)  #: (line, group, text)
-    input_tokens: int = 0
+    input_tokens: int = 0      #: the whole session: every branch, each response once
     output_tokens: int = 0
+    #: the branch a harness resumes (Claude Code: the resume chain and its sidechains; pi v2+:
+    #: the path to the newest entry); None where the file has one line (the same as the whole)
+    branch_input_tokens: int | None = None
+    branch_output_tokens: int | None = None
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
     usage_records: int = 0
@@ -416,6 +422,7 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
                               if n in t.chain_lines and _s(r.get("uuid")))
     results: dict[str, tuple[str, int]] = {}
     usage: dict[str, dict] = {}
+    every: dict[str, dict] = {}
     for n, r in records:
         if t.cwd is None and isinstance(r.get("cwd"), str):
             t.cwd = r["cwd"]
@@ -441,9 +448,10 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
             if real:
                 t.prompts.append((n, group, real))
             continue
-        if lane != OFF:
-            key = _s(msg.get("id")) or f"line:{n}"
-            if isinstance(msg.get("usage"), dict):
+        key = _s(msg.get("id")) or f"line:{n}"
+        if isinstance(msg.get("usage"), dict):
+            every[key] = msg["usage"]  # the whole session: abandoned rewind branches too
+            if lane != OFF:
                 usage[key] = msg["usage"]
         for b in _blocks(msg):
             if b.get("type") != "tool_use" or not _s(b.get("id")):
@@ -463,7 +471,7 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
         if c.id in results:
             c.status, c.result_line = results[c.id]
             c.interrupted = False
-    for u in usage.values():
+    for u in every.values():
         t.usage_records += 1
         inp = _int(u.get("input_tokens"))
         cw, cr = _int(u.get("cache_creation_input_tokens")), _int(u.get("cache_read_input_tokens"))
@@ -471,6 +479,9 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
         t.cache_write_tokens += cw
         t.cache_read_tokens += cr
         t.output_tokens += _int(u.get("output_tokens"))
+    t.branch_input_tokens = sum(_int(u.get("input_tokens")) + _int(u.get("cache_creation_input_tokens"))
+                                + _int(u.get("cache_read_input_tokens")) for u in usage.values())
+    t.branch_output_tokens = sum(_int(u.get("output_tokens")) for u in usage.values())
 
 
 def _s(v) -> str | None:
@@ -652,6 +663,8 @@ def _pi(t: Transcript, records: list[tuple[int, dict]]) -> None:
             seen.add(pid)
             cur = by_id.get(pid)
     results: dict[str, tuple[str, int]] = {}
+    if on_path is not None:
+        t.branch_input_tokens = t.branch_output_tokens = 0
     for n, r in entries:
         if r.get("type") != "message" or not isinstance(r.get("message"), dict):
             continue
@@ -667,7 +680,7 @@ def _pi(t: Transcript, records: list[tuple[int, dict]]) -> None:
             if real:
                 t.prompts.append((n, MAIN, real))
         elif role == "assistant":
-            if lane == MAIN and isinstance(m.get("usage"), dict):
+            if isinstance(m.get("usage"), dict):  # the whole session: every branch
                 u = m["usage"]
                 t.usage_records += 1
                 cr, cw = _int(u.get("cacheRead")), _int(u.get("cacheWrite"))
@@ -675,6 +688,9 @@ def _pi(t: Transcript, records: list[tuple[int, dict]]) -> None:
                 t.cache_read_tokens += cr
                 t.cache_write_tokens += cw
                 t.output_tokens += _int(u.get("output"))
+                if lane == MAIN and on_path is not None:  # the branch pi resumes
+                    t.branch_input_tokens += _int(u.get("input")) + cr + cw
+                    t.branch_output_tokens += _int(u.get("output"))
             aborted = m.get("stopReason") in ("error", "aborted")
             for b in m.get("content") or []:
                 if not isinstance(b, dict) or b.get("type") != "toolCall" or not _s(b.get("id")):
