@@ -568,4 +568,10 @@ def _meta(path: Path) -> dict:
 
 
 def import_file(ctx: ImportContext, path: Path) -> None:
-    ClaudeFile(ctx, path).run()
+    from .claude_summary import attach, summaries_only  # only summary files pay
+
+    summaries = summaries_only(path) if path.stat().st_size < (1 << 20) else []
+    f = ClaudeFile(ctx, path)
+    f.run()
+    if summaries:  # after every file: the transcript it names may come later in the walk
+        ctx.after_files.append(lambda: attach(ctx, path, f.main.sid, summaries))

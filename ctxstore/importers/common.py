@@ -113,6 +113,9 @@ class ImportContext:
         self.agent_spawns: dict[tuple[str, str], str] = {}
         #: (source session id, prompt text) -> spawning ToolCallRequested events, oldest first
         self.task_prompts: dict[tuple[str, str], list[str]] = {}
+        #: work that needs every file of the import first (a Claude Code summary file naming a
+        #: message of a transcript later in the walk): run in order before the commit
+        self.after_files: list[Callable[[], None]] = []
         self._indexed = False
 
     def warn(self, file: str, line: int, message: str) -> None:

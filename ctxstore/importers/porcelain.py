@@ -112,6 +112,8 @@ def _run(repo: Repository, files, progress: Progress | None) -> ImportReport:
                                        "skipped; pass the format explicitly")
                 continue
             _importer(fmt)(ctx, path)
+        for task in ctx.after_files:
+            task()
         _attach_unborn_head(repo, tx, ctx.report)
     return ctx.report
 
