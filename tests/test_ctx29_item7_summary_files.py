@@ -30,7 +30,7 @@ def _ctx(tmp_path):
 def test_a_summary_file_titles_the_session_it_names_in_the_same_import(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    convo = _write(src / "b-s1.jsonl", CONVO)  # walked after the summary file
+    _write(src / "b-s1.jsonl", CONVO)  # walked after the summary file
     _write(src / "a-summary.jsonl", [{"type": "summary", "summary": "Parser whitespace fix",
                                       "leafUuid": "u2"}])
     ctx = _ctx(tmp_path)
