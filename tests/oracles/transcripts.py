@@ -182,6 +182,8 @@ class Transcript:
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
     usage_records: int = 0
+    #: Claude Code: the title a file of summary lines only gives (None for other files)
+    summary_title: str | None = None
     chain_uuids: frozenset[str] | None = None      #: Claude Code: user/assistant uuids on the chain
     chain_lines: frozenset[int] | None = None      #: the same lines by 1-based line number
     lines: int = 0
@@ -396,6 +398,11 @@ def _claude_root(uuid: str, by_uuid: dict[str, dict], memo: dict[str, str]) -> s
 
 
 def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
+    if records and all(r.get("type") == "summary" and isinstance(r.get("summary"), str)
+                       for _, r in records):
+        first = records[0][1]["summary"]
+        t.summary_title = next((" ".join(x.split()) for x in first.splitlines() if x.strip()), "")
+        return
     chain = claude_chain(records)
     by_uuid = {r["uuid"]: r for _, r in records if isinstance(r.get("uuid"), str)}
     memo: dict[str, str] = {}
