@@ -184,6 +184,9 @@ class Transcript:
     usage_records: int = 0
     #: Claude Code: the title a file of summary lines only gives (None for other files)
     summary_title: str | None = None
+    #: ids that should be unique repeat (a fixture with trimmed uuids): which line the harness
+    #: resumes, and so the branch's share, is not defined
+    tree_ambiguous: bool = False
     chain_uuids: frozenset[str] | None = None      #: Claude Code: user/assistant uuids on the chain
     chain_lines: frozenset[int] | None = None      #: the same lines by 1-based line number
     lines: int = 0
@@ -404,6 +407,9 @@ def _claude(t: Transcript, records: list[tuple[int, dict]]) -> None:
         t.summary_title = next((" ".join(x.split()) for x in first.splitlines() if x.strip()), "")
         return
     chain = claude_chain(records)
+    uuids = [r["uuid"] for _, r in records
+             if r.get("type") in ("user", "assistant") and isinstance(r.get("uuid"), str)]
+    t.tree_ambiguous = len(uuids) != len(set(uuids))
     by_uuid = {r["uuid"]: r for _, r in records if isinstance(r.get("uuid"), str)}
     memo: dict[str, str] = {}
     # One API response is split over lines sharing message.id; parallel tool_use lines of a
