@@ -33,7 +33,7 @@ def dry_run(cm, keep=None, **kw):
 
     def fn(req):
         seen["req"] = req
-        seen["out"] = StructuredSummarizer(**kw)(req)
+        seen["out"] = StructuredSummarizer(tokenizer=cm.tokenizer, **kw)(req)
         return seen["out"]
 
     res = compact(cm, dry_run=True, keep_recent_tokens=keep,

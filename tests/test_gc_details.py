@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxstore.errors import InvalidInput
+from ctxstore.errors import CorruptStore, InvalidInput
 from ctxstore.maintenance import gc as pm
 from ctxstore.refs import ReflogEntry
 from tests.test_links import build_repo
@@ -33,7 +33,8 @@ def test_never_and_absolute_times():
     assert pm.parse_time("2023-11-14T22:13:20", NOW) == NOW
     for bad in ("soonish", "2.fortnights.ago", "ago", "-1.days.ago", ""):
         with pytest.raises(InvalidInput, match=r"^cannot read time .*: use now, never, an age "
-                                               r"\(3d, 2h, 2\.weeks\.ago, '1 week ago'\) or an ISO"):
+                                               r"\(3d, 2h, 2\.weeks\.ago, '1 week ago'\), "
+                                               r"yesterday, .* or an ISO"):
             pm.parse_time(bad, NOW)
 
 
@@ -205,10 +206,16 @@ def test_gc_reports_progress_and_missing_objects(tmp_path):
                   {"message_id": ghost})
     repo.store.flush()
     calls = []
-    res = pm.gc(repo, prune="now", progress=lambda stage, n, total: calls.append((stage, n, total)))
-    assert res.missing == [ghost]  # reported, not a reason to stop or delete
-    assert calls and calls[-1] == ("mark", res.live, 0) and {c[0] for c in calls} == {"mark"}
-    assert res.objects_removed == 0 and res.roots >= 3
+    packs = tmp_path / ".ctx" / "objects" / "packs"
+    before = sorted(p.name for p in packs.glob("pack-*"))
+    # a missing object makes reachability unknown: gc refuses, naming it and what names it,
+    # before it changed anything (issue 28)
+    with pytest.raises(CorruptStore) as info:
+        pm.gc(repo, prune="now", progress=lambda stage, n, total: calls.append((stage, n, total)))
+    assert info.value.exit_code == 17 and ghost in str(info.value)
+    assert "nothing deleted" in str(info.value) and info.value.details["missing"] == [ghost]
+    assert calls and {c[0] for c in calls} == {"mark"}
+    assert sorted(p.name for p in packs.glob("pack-*")) == before
 
 
 def test_gc_seals_every_idle_active_pack(tmp_path):

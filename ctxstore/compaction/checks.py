@@ -58,6 +58,9 @@ class RangeFacts:
     range_state: AgentState = field(default_factory=AgentState)  # the range folded from empty
     kind: str = "compaction"  # or "merge"
     kept_modified: Sequence[str] = ()  # files modified after the cut (kept verbatim)
+    #: results in the range whose calls lie before the live history: an earlier summary (or a
+    #: harness's compaction that kept the result, as pi's firstKeptEntryId may) stands for them
+    earlier_calls: frozenset[str] = frozenset()
 
 
 _LIST_FIELDS = ("tool_results", "errors", "decisions", "open_questions", "next_steps")
@@ -195,7 +198,7 @@ def _pairs_verdict(out: Mapping[str, Any], facts: RangeFacts) -> Verdict:
     abandoned = sorted(c for c in called if c in book.abandoned)
     listed = {str(e.get("tool_call_id")) for e in out["errors"] if isinstance(e, Mapping)}
     unlisted = [c for c in abandoned if c not in listed]
-    orphan = sorted(c for c in answered - called if c)
+    orphan = sorted(c for c in answered - called - facts.earlier_calls if c)
     detail = []
     if split:
         detail.append(f"call/result split by the cut: {_short(split)}")

@@ -93,6 +93,13 @@ def _event_row(cm: CompactionTarget, eid: str, ev: Event) -> dict[str, Any]:
             "artifact_id": ev.causality.get("artifact_id", "")}
 
 
+def _counting(summarizer, cm):
+    """A structured summarizer counts its budget with the context manager's tokenizer."""
+    if isinstance(summarizer, StructuredSummarizer) and summarizer.tokenizer is None:
+        summarizer.tokenizer = cm.tokenizer
+    return summarizer
+
+
 def _summarize(summarizer: Summarizer, request: Mapping[str, Any]) -> tuple[Any, str | None]:
     try:
         return summarizer(request), None
@@ -114,9 +121,14 @@ def _verdicts(cm: CompactionTarget, out, error, rows, kept_rows, state, prev_sum
         return [Verdict("summarizer_output", False, error)], 0
     summary_tokens = cm.tokenizer.count(out["summary"]) if isinstance(out, Mapping) and \
         isinstance(out.get("summary"), str) else 0
+    live_calls = {r["payload"].get("tool_call_id") for r in (*rows, *kept_rows)
+                  if r["type"] == "ToolCallRequested"}
+    earlier = frozenset(r["payload"].get("tool_call_id") for r in rows
+                        if r["type"] in ("ToolCallFinished", "ToolCallFailed")
+                        and r["payload"].get("tool_call_id") not in live_calls) - {None, ""}
     facts = RangeFacts(rows, kept_rows, state.goal["user_goal"], tuple(state.constraints["hard"]),
                        replaced + prev_summary_tokens, summary_tokens, rstate, kind,
-                       kept_modified)
+                       kept_modified, earlier if kind == "compaction" else frozenset())
     return run_checks(out, facts), summary_tokens
 
 
@@ -188,7 +200,8 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
     tip = cm.tip
     if rev is not None and cm.resolve(rev) != tip:
         raise BadRevision(f"compaction works on a branch tip: {rev} is not the tip of {cm.branch}")
-    summarizer = summarizer or StructuredSummarizer()
+    summarizer = _counting(summarizer or StructuredSummarizer(), cm)
+    fallback = _counting(fallback, cm)
     keep = int(keep_recent_tokens if keep_recent_tokens is not None else
                policy.get("keep_recent_tokens", DEFAULT_KEEP_RECENT_TOKENS))
     live, prev, prev_id = _live_history(cm, tip)
@@ -266,7 +279,8 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
         raise BadRevision(f"no branch {branch!r} in this session")
     tip = cm.tip
     graph = cm.repo.graph
-    summarizer = summarizer or StructuredSummarizer()
+    summarizer = _counting(summarizer or StructuredSummarizer(), cm)
+    fallback = _counting(fallback, cm)
     if graph.is_ancestor(other, tip):
         return CompactionResult(False, "merge", None, None, None, None, None, 0, 0, 0,
                                 getattr(summarizer, "name", "?"),

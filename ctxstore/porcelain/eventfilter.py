@@ -14,9 +14,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from ..clock import parse_ts
-from ..objects import Event
-
 from ..importers.harnesses import BUILTIN, MODULES  # names only: no importer is loaded
+from ..objects import Event
 
 #: Importer namespaces whose `system` events are source bookkeeping (see `is_bookkeeping`):
 #: every harness ctxstore imports.

@@ -31,13 +31,13 @@ def init_store(directory: str | os.PathLike = ".", **settings) -> InitResult:
     created = not (root / "config.json").exists()
     with Repository.init(directory, **settings) as repo:
         result = InitResult(str(repo.path), created)
-    exclude = git_exclude(root)
+    exclude = _git_exclude(root)
     if exclude is not None:
         result.excluded_in, result.pattern = str(exclude[0]), exclude[1]
     return result
 
 
-def git_exclude(store_dir: Path) -> tuple[Path, str] | None:
+def _git_exclude(store_dir: Path) -> tuple[Path, str] | None:
     """Add STORE_DIR to the info/exclude of the git repository whose work tree holds it;
     (exclude file, pattern) when a line was added, None when nothing was needed."""
     import pygit2  # a core dependency; loaded only by `ctx init`
