@@ -113,7 +113,7 @@ def hook_cmd(state, harness: str, as_json: bool) -> None:
     """Handle one Claude Code hook call (the hook JSON on stdin); always exits 0.
 
     Imports the transcript from where the previous call stopped. Problems go to
-    .ctx/logs/hooks.log, never to the agent.
+    .ctx/hooks.log, never to the agent.
 
     \b
     Examples:

@@ -332,9 +332,12 @@ def reindex_cmd(state, as_json) -> None:
                                                        "index, content, kind, source_refs, ...}.")
 @click.pass_context
 def review_group(ctx, scan, as_json) -> None:
-    """Memory candidates from compactions, waiting for review (never promoted automatically).
+    """Memory candidates from compactions, and memories received with a pack, waiting for
+    review (never promoted automatically; a received one is marked with its origin and
+    offered nowhere until accepted into a scope of this store).
 
-    Without a subcommand, list what is pending; each candidate is named COMPACTION:N.
+    Without a subcommand, list what is pending; each candidate is named COMPACTION:N (or
+    QUEUE-EVENT:N for a received memory).
 
     \b
     Examples:

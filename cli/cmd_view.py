@@ -48,7 +48,8 @@ def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, ser
 
     The file is self-contained (no network, opens from disk); transcript content is shown as
     text, never run, and secrets are replaced by the redaction policy (--no-redact keeps
-    them). `--serve` binds 127.0.0.1 and answers only from the store.
+    them). `--serve` binds 127.0.0.1, answers only from the store, only to a literal
+    loopback Host with its port, and only to the printed URL (it carries a random token).
 
     Keys in the page: j / k next / previous turn, b the branch point, / search sessions. Links
     like FILE.html#event=ID open at an event.

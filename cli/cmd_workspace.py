@@ -56,8 +56,8 @@ def snapshot_cmd(state, path: str | None, reason: str, if_changed: bool, as_json
               help="Overwrite files changed since the newest snapshot (they are still "
                    "recorded in the before-restore snapshot).")
 @click.option("--root", type=click.Path(file_okay=False),
-              help="Restore into this directory (default: the snapshot's own, if it exists "
-                   "here, else the directory holding .ctx).")
+              help="Restore into this directory (default: the directory holding .ctx; the "
+                   "snapshot's own root only when it lies inside that).")
 @click.option("--json", "as_json", is_flag=True,
               help="{target, tree, root, write, delete, conflicts, before, after, applied}.")
 @click.pass_obj
@@ -68,9 +68,12 @@ def restore_cmd(state, rev: str, paths: tuple[str, ...], dry_run: bool, force: b
 
     Files changed since the directory's newest snapshot that the restore would overwrite or
     delete are uncommitted work: the restore refuses and names them (exit 18) unless --force.
-    Ignored files are never touched. Before writing, the current files are recorded as a
-    snapshot event (and the result as another), so a restore is undone by restoring the
-    first: the command prints how.
+    Ignored files are never touched, nothing is written through a symlink or outside the
+    root, and a path git would refuse (`..`, absolute, `.git`) refuses the restore (exit 10).
+    Before writing, the current files are recorded as a snapshot event (and the result as
+    another), so a restore is undone by restoring the first: the command prints how. A
+    restore that fails part way (exit 16) leaves each file as it was or as the target has it
+    and says which.
 
     \b
     Examples:

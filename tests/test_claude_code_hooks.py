@@ -153,13 +153,13 @@ def test_a_hook_never_fails_the_agent(tmp_path):
     r = CliRunner().invoke(cli, ["--store", str(store / ".ctx"), "hook", "claude-code"],
                            input="{this is not json")
     assert r.exit_code == 0 and r.output == ""
-    log = (store / ".ctx" / "logs" / "hooks.log").read_text()
+    log = (store / ".ctx" / "hooks.log").read_text()
     assert "error: JSONDecodeError" in log
     bad = tmp_path / "t.jsonl"
     bad.write_text('{"type": "user", "uuid": "u1"\n{"type": "x"}\n')
     out = _hook(store / ".ctx", {"transcript_path": str(bad), "cwd": str(tmp_path)})
     assert out["captured"][0]["lines"] == 2
-    assert "malformed JSON" in (store / ".ctx" / "logs" / "hooks.log").read_text()
+    assert "malformed JSON" in (store / ".ctx" / "hooks.log").read_text()
     # no store anywhere: still exit 0, one line on stderr
     r = CliRunner().invoke(cli, ["hook", "claude-code"],
                            input=json.dumps({"transcript_path": str(bad), "cwd": "/"}),
@@ -253,7 +253,7 @@ def test_install_with_snapshots_makes_the_installed_command_snapshot(tmp_path):
     out = subprocess.run(["sh", "-c", command], input=json.dumps(data), text=True,
                          capture_output=True, cwd=proj, timeout=120)
     assert out.returncode == 0, out.stderr
-    log = (proj / ".ctx" / "logs" / "hooks.log").read_text()
+    log = (proj / ".ctx" / "hooks.log").read_text()
     assert "on workspace: +2" in log  # a.py and .claude/settings.json
     r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(proj)])
     assert r.exit_code == 0, r.output

@@ -124,20 +124,17 @@ def test_objects_named_again_survive_when_nothing_else_in_their_pack_was_live(tm
     in_old_pack = set(Pack(scratch_pack, sealed=True).ids())
     assert gone <= in_old_pack
 
-    ghost = "e" * 64
-
     def step(name: str) -> None:
         if name == "marked":  # another process names the dead branch again before the delete
             writer = Repository.open(tmp_path)
             writer.refs.set_if_equals(ref, None, tip, message="re-import")
-            with writer.transaction(ref) as tx:  # and adds an event naming a missing object
-                tx.append("MessageAdded", "agent", {"role": "custom", "text": "x"},
-                          {"message_id": ghost})
+            with writer.transaction(ref) as tx:
+                tx.append("MessageAdded", "agent", {"role": "custom", "text": "x"})
             writer.close()
 
     res = pm.gc(repo, prune="2.weeks.ago", expire="now", expire_unreachable="now", step=step,
                 wait=5)
-    assert res.missing == [ghost]  # found by the second mark: reported too
+    assert res.missing == []
     repo.close()
     repo = Repository.open(tmp_path)
     assert repo.graph.event(repo.refs.read(ref)).parents == (tip,)
@@ -149,6 +146,31 @@ def test_objects_named_again_survive_when_nothing_else_in_their_pack_was_live(tm
     # of the old pack, exactly what is live now is left (the newer packs are kept whole)
     live = _live(repo, expire_days=0, unreachable_days=0)
     assert {oid for oid in in_old_pack if oid in repo.store} == in_old_pack & live
+    repo.close()
+
+
+def test_a_missing_object_named_between_the_marks_refuses_before_any_delete(tmp_path):
+    """The second mark meets an event naming a missing object: gc refuses (exit 17, naming
+    it) before deleting anything — the old pack and every object in it stay (issue 28)."""
+    repo, ref, tip, gone, scratch_pack = _scratch_in_an_old_pack(tmp_path)
+    ghost = "e" * 64
+
+    def step(name: str) -> None:
+        if name == "marked":
+            writer = Repository.open(tmp_path)
+            writer.refs.set_if_equals(ref, None, tip, message="re-import")
+            with writer.transaction(ref) as tx:  # and adds an event naming a missing object
+                tx.append("MessageAdded", "agent", {"role": "custom", "text": "x"},
+                          {"message_id": ghost})
+            writer.close()
+
+    with pytest.raises(CorruptStore, match=ghost):
+        pm.gc(repo, prune="2.weeks.ago", expire="now", expire_unreachable="now", step=step,
+              wait=5)
+    repo.close()
+    assert os.path.exists(scratch_pack)
+    repo = Repository.open(tmp_path)
+    assert all(oid in repo.store for oid in gone)
     repo.close()
 
 

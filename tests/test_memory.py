@@ -295,7 +295,22 @@ def test_memory_travels_with_packs(tmp_path):
     a("pack", "--all", "-o", str(pack))
     b("init", str(tmp_path / "b"))
     b("unpack", str(pack))
-    assert b.json("memory", "list", "--history") == a.json("memory", "list", "--history")
+    # received memories are never live before review (issue 28; docs/security.md): the
+    # whole history travels, kept under refs/memory-received/, and the live ones are queued
+    assert b.json("memory", "list", "--history") == []
+    pending = b.json("memory", "review")
+    assert sorted(c["content"] for c in pending) == ["global knowledge", "v2"]
+    assert {c["origin"] for c in pending} == {"pack all.ctxpack"}
+    from ctxstore.memory.log import read_scope
+    from ctxstore.repo import Repository
+
+    repo = Repository.open(tmp_path / "b" / ".ctx")
+    try:
+        kept = [read_scope(repo, ref) for ref, _ in repo.refs.iter_refs("refs/memory-received/")]
+        assert {mid for log in kept for mid in log.records} == \
+            {m["id"] for m in a.json("memory", "list", "--history")}
+    finally:
+        repo.close()
     b("fsck", "--full")
 
 
@@ -323,4 +338,6 @@ def test_a_session_pack_carries_its_session_scope_memories(tmp_path):
     a("pack", "-o", str(pack))
     b("init", str(tmp_path / "b"))
     b("unpack", str(pack))
-    assert [m["id"] for m in b.json("memory", "list")] == [mine]
+    # only the session's own scope travelled, and it waits for review (issue 28)
+    assert b.json("memory", "list") == []
+    assert [c["source_refs"] for c in b.json("memory", "review")] == [[mine]]

@@ -391,8 +391,10 @@ def test_import_claude_code_file_history_where_backups_exist(tmp_path, monkeypat
     assert len(found) == 1 and found[0]["payload"]["partial"] is True
     assert found[0]["payload"]["absent"] == ["created.txt"]
     # nothing was snapshotted of the project yet: every touched file is "uncommitted"
-    ctx.fails(18, "restore", found[0]["id"])
-    ctx("restore", found[0]["id"], "--force")
+    # the snapshot's own root is not the project's (the store's): only an explicit --root
+    # writes there (docs/workspace.md "Containment")
+    ctx.fails(18, "restore", found[0]["id"], "--root", str(project))
+    ctx("restore", found[0]["id"], "--force", "--root", str(project))
     assert (project / "a.txt").read_text() == "before the edit\n"
     assert not (project / "created.txt").exists()
     assert (project / "other.txt").read_text() == "never tracked\n"  # partial: untouched
@@ -457,7 +459,9 @@ def test_import_codex_ghost_commits(tmp_path):
     fd = ctx.json("diff", "--files", snaps[1]["id"], snaps[0]["id"])
     assert {(c["status"], c["path"]) for c in fd["changes"]} == {("M", "f.txt"),
                                                                  ("A", "added1.txt")}
-    ctx("restore", snaps[1]["id"], "--force")  # the first ghost commit
+    # the first ghost commit, into the project named explicitly (the snapshot's own root is
+    # not the store's project: docs/workspace.md "Containment")
+    ctx("restore", snaps[1]["id"], "--force", "--root", str(project))
     assert (project / "f.txt").read_text() == "one\n" and not (project / "added1.txt").exists()
     assert user.head_is_unborn and not list(user.references)  # the user's repo untouched
 
@@ -489,3 +493,51 @@ def test_restore_paths_relative_absolute_and_outside(cm, tmp_path):
 
     with pytest.raises(InvalidInput, match="outside"):
         cm.restore_workspace(first.event, ["../elsewhere"])
+
+
+def test_a_nested_git_repository_is_snapshotted_as_its_files(tmp_path):
+    """Issue 28 item 9: a project holding a nested git repository (vendor/lib with its own
+    .git) is snapshotted — its files, by its own ignore rules, never its .git — and restored."""
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new")
+    lib = tmp_path / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    inner = pygit2.init_repository(str(lib))
+    (lib / "a.txt").write_text("v1\n")
+    (lib / ".gitignore").write_text("*.o\n")
+    (lib / "build.o").write_text("ignored by the nested repository\n")
+    (tmp_path / "top.txt").write_text("top\n")
+    git_files = sorted(p.relative_to(lib) for p in (lib / ".git").rglob("*"))
+    first = ctx.json("snapshot")
+    assert first["files"] == 3  # top.txt, vendor/lib/a.txt, vendor/lib/.gitignore
+    (lib / "a.txt").write_text("v2\n")
+    (lib / "new.txt").write_text("new\n")
+    assert ctx.json("snapshot")["modified"] == 1
+    ctx("restore", first["event"])
+    assert (lib / "a.txt").read_text() == "v1\n" and not (lib / "new.txt").exists()
+    assert (lib / "build.o").exists()  # ignored: never touched
+    assert sorted(p.relative_to(lib) for p in (lib / ".git").rglob("*")) == git_files
+    assert inner.head_is_unborn
+
+
+def test_a_type_change_already_snapshotted_is_not_uncommitted_work(tmp_path):
+    """Issue 28 item 9: a file that became a directory (or a symlink), snapshotted so, is not
+    reported as a change no snapshot holds when a restore puts the file back."""
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new")
+    (tmp_path / "d").write_text("a file\n")
+    (tmp_path / "l").write_text("a file too\n")
+    old = ctx.json("snapshot")["event"]
+    (tmp_path / "d").unlink()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.txt").write_text("in a directory now\n")
+    (tmp_path / "l").unlink()
+    os.symlink("d/x.txt", tmp_path / "l")
+    ctx("snapshot")
+    dry = ctx.json("restore", old, "--dry-run")
+    assert dry["conflicts"] == []
+    ctx("restore", old)
+    assert (tmp_path / "d").read_text() == "a file\n"
+    assert not (tmp_path / "l").is_symlink() and (tmp_path / "l").read_text() == "a file too\n"

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadPack, CtxError, InvalidInput, RefConflict
 from ..refs import DEFAULT_BRANCH, SESSIONS_PREFIX
+from ..transfer.packfile import DEFAULT_LIMITS, MAGIC
 from ..transfer.unpack import import_objects
 from . import mirror as mir
 from .localpush import copy_objects, local_path, open_remote
@@ -129,7 +130,7 @@ def _import_commit(repo, mirror, oid, result: FetchResult, progress) -> None:
     manifest = mir.read_manifest(mirror, oid)  # BadPack if it is not one of ours
     path = mir.tmp_path(repo, "fetch.ctxpack")
     try:
-        mir.pack_blob_to_file(mirror, oid, path)
+        pack_blob_to_file(mirror, oid, path)
         res = import_objects(repo, path)
     except BadPack as exc:
         raise BadPack(f"commit {oid}: {exc}") from None
@@ -144,6 +145,76 @@ def _import_commit(repo, mirror, oid, result: FetchResult, progress) -> None:
     result.new_objects += res.new_objects
     if progress is not None:
         progress("import", result.commits, 0)
+
+
+#: The largest pack blob a fetch accepts (its declared size is read before its content): the
+#: same bound `ctx unpack` puts on a whole pack.
+MAX_PACK_BLOB = DEFAULT_LIMITS.max_total
+_CHUNK = 1 << 20
+
+
+def pack_blob_to_file(mirror, commit_oid, path: str, limit: int | None = None) -> None:
+    """Write the pack blob of a fetched commit to PATH without trusting it: its declared size
+    is checked against LIMIT first (the object header only), then its first bytes against the
+    pack magic, before the rest is read. A loose blob (a remote on this machine) is inflated
+    1 MiB at a time, so memory does not grow with it; a packed one (fetched over the network)
+    is read by libgit2 once its size passed the limit. BadPack names the commit and blob."""
+    limit = MAX_PACK_BLOB if limit is None else limit
+    tree = mirror.get(commit_oid).tree
+    blob_id = tree[mir.PACK].id
+    where = f"commit {commit_oid}: pack blob {blob_id}"
+    kind, size = mirror.odb.read_header(blob_id)
+    if size > limit:
+        raise BadPack(f"{where} declares {size} bytes, more than the {limit}-byte limit; "
+                      f"nothing was imported")
+    loose = mir.loose_path(mirror, blob_id)
+    if loose is None:
+        data = memoryview(mirror[blob_id])
+        _check_magic(bytes(data[:len(MAGIC)]), where)
+        with open(path, "wb") as f:
+            f.write(data)
+        return
+    head, written, checked = b"", 0, False
+    with open(loose, "rb") as src, open(path, "wb") as out:
+        for chunk in _inflated(src):
+            if not checked:
+                head += chunk
+                nul = head.find(b"\0")
+                if nul < 0 and len(head) > 64:
+                    raise BadPack(f"{where}: not a git blob")
+                if nul < 0 or len(head) - nul - 1 < len(MAGIC):
+                    continue
+                _check_magic(head[nul + 1:nul + 1 + len(MAGIC)], where)
+                checked, chunk = True, head[nul + 1:]
+            written += len(chunk)
+            if written > size:
+                raise BadPack(f"{where} holds more than the {size} bytes it declares")
+            out.write(chunk)
+    if not checked:
+        raise BadPack(f"{where}: shorter than a pack header")
+
+
+def _inflated(f) -> Iterator[bytes]:
+    """A zlib stream's content, at most 1 MiB at a time (a deflate bomb stays small)."""
+    import zlib
+
+    d = zlib.decompressobj()
+    while True:
+        raw = f.read(_CHUNK)
+        if not raw:
+            tail = d.flush()
+            if tail:
+                yield tail
+            return
+        yield d.decompress(raw, _CHUNK)
+        while d.unconsumed_tail:
+            yield d.decompress(d.unconsumed_tail, _CHUNK)
+
+
+def _check_magic(first: bytes, where: str) -> None:
+    if first != MAGIC:
+        raise BadPack(f"{where}: does not start with the ctxpack magic ({first[:8]!r}); "
+                      f"nothing was imported")
 
 
 def _move_tracking(repo, remote: str, tips: dict[str, str], result: FetchResult) -> None:

@@ -73,6 +73,7 @@ class _Collector:
         self.links: list[tuple[str, str, str]] = []  # (from, to, role) checked for type
         self.manifests: dict[str, Any] = {}
         self.memories: dict[str, Any] = {}
+        self.workspaces: dict[str, Any] = {}
 
     def __call__(self, obj_id: str, type_name: str, value: Any) -> None:
         self.types[obj_id] = type_name
@@ -97,6 +98,8 @@ class _Collector:
             self.manifests[obj_id] = value
         elif type_name == "memory":
             self.memories[obj_id] = value
+        elif type_name == "workspace" and isinstance(value, dict):
+            self.workspaces[obj_id] = value
 
 
 @dataclass
@@ -165,7 +168,58 @@ def _graph_problems(repo: Repository, roots: set[str], ref_targets: list,
     problems.extend(_compaction_problems(seen))
     problems.extend(_content_problems(seen))
     problems.extend(_memory_problems(seen))
+    problems.extend(_workspace_name_problems(repo, seen))
     return problems
+
+
+def _workspace_name_problems(repo: Repository, seen: _Collector) -> Iterator[Problem]:
+    """Snapshot trees holding a name git itself refuses (`..`, `.`, `.git` in any case, an
+    empty name, a `/`, `\\` or NUL in a name): `ctx restore` refuses such a snapshot
+    (workspace/contain.py); fsck names the snapshot and the path. Only trees are read."""
+    from ..chunking import read_content
+    from ..workspace import gitdb
+    from ..workspace.contain import name_problem
+
+    listed: dict[str, str] = {}
+    for value in seen.workspaces.values():
+        for item in value.get("objects", ()):
+            if isinstance(item, (list, tuple)) and len(item) == 2:
+                listed.setdefault(str(item[0]), str(item[1]))
+    checked: set[str] = set()
+    for wid, value in sorted(seen.workspaces.items()):
+        stack = [(str(value.get("tree", "")), "")]
+        while stack:
+            tree, prefix = stack.pop()
+            if tree in checked or tree not in listed:
+                continue  # a tree checked already, or one fsck's link walk reports as missing
+            checked.add(tree)
+            try:
+                kind, data = gitdb.parse_loose(read_content(repo.store, listed[tree]))
+            except (CtxError, ValueError):
+                continue  # unreadable content is reported by the link and hash checks
+            if kind != gitdb.TREE:
+                continue
+            for mode, name, oid in _tree_entries(data):
+                text = name.decode("utf-8", "replace")
+                why = "a '/' in the name" if "/" in text else name_problem(text)
+                if why is not None:
+                    yield Problem("workspace", f"workspace {wid}: snapshot tree {tree[:12]} "
+                                               f"holds {prefix + text!r}: {why}, a name git "
+                                               f"refuses (`ctx restore` refuses it too)", wid)
+                elif mode == b"40000":
+                    stack.append((oid, prefix + text + "/"))
+
+
+def _tree_entries(data: bytes) -> Iterator[tuple[bytes, bytes, str]]:
+    """(mode, name, id) of each entry of a git tree's body; stops at malformed bytes."""
+    pos = 0
+    while pos < len(data):
+        sp = data.find(b" ", pos)
+        nul = data.find(b"\0", sp + 1)
+        if sp < 0 or nul < 0 or nul + 21 > len(data):
+            return
+        yield data[pos:sp], data[sp + 1:nul], data[nul + 1:nul + 21].hex()
+        pos = nul + 21
 
 
 def _memory_problems(seen: _Collector) -> Iterator[Problem]:
@@ -235,6 +289,19 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
             targets.append(("HEAD", head.target))
     except CtxError as exc:
         problems.append(Problem("ref", f"HEAD: {exc}"))
+    try:  # op-head is read by `op log`, undo and gc: its damage is reported like a ref's
+        op = repo.refs.read_op_head()
+        if op:
+            roots.add(op)
+            if op not in repo.store:
+                problems.append(Problem("ref", f"{repo.ref_file('op-head')}:1: op-head names "
+                                               f"missing object {op}", op))
+            elif repo.store.type_of(op) != "operation":
+                problems.append(Problem("ref", f"{repo.ref_file('op-head')}:1: op-head names "
+                                               f"{op}, a {repo.store.type_of(op)}, not an "
+                                               f"operation", op))
+    except CtxError as exc:
+        problems.append(Problem("ref", f"op-head: {exc}"))
     for name in repo.refs.reflog_names():
         bad_lines: list[CorruptStore] = []
         for i, e in enumerate(reversed(repo.refs.reflog(name, damaged=bad_lines))):

@@ -138,6 +138,30 @@ def check_root_sources(repo: Repository) -> None:
             raise problems[0]
 
 
+def _refuse_missing(repo: Repository, missing: dict[str, str]) -> None:
+    """CorruptStore naming what is missing and what names it (a ref's file where a ref does),
+    if the mark met any missing object."""
+    if not missing:
+        return
+    obj, by = sorted(missing.items())[0]
+    if by:
+        where = f"named by object {by}"
+    else:
+        refs = [name for name, tip in repo.refs.iter_refs("refs/") if tip == obj]
+        base = Path(repo.path or ".")
+        if refs:
+            where = f"named by ref {refs[0]} ({base / refs[0]})"
+        elif repo.refs.read_head().target == obj:
+            where = f"named by HEAD ({base / 'HEAD'})"
+        else:
+            where = "named by a reflog entry or an operation"
+    more = len(missing) - 1
+    raise CorruptStore(f"gc refused, nothing deleted: object {obj} is missing ({where})"
+                       + (f" and {more} more missing" if more > 0 else "")
+                       + "; a missing object makes reachability unknown (`ctx fsck --full` "
+                         "lists all damage)", missing=sorted(missing))
+
+
 def _snapshot_roots(repo: Repository, live: set[str]) -> set[str]:
     """Cached state snapshots of live events (derived data, but cheap to keep)."""
     base = Path(repo.path or "") / "cache" / "snapshots"
@@ -191,8 +215,10 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     Refuses (CorruptStore, nothing changed) while any source of its roots is damaged: see
     check_root_sources.
 
-    `prune`: packs last written after this time are kept whole (default 2 weeks). Objects a
-    missing link names are reported, never a reason to stop: gc never deletes what is live.
+    `prune`: packs last written after this time are kept whole (default 2 weeks). A missing
+    object met by the mark (a ref, reflog entry, operation or link naming what the store
+    cannot find) refuses the gc, CorruptStore naming it, nothing deleted: what cannot be read
+    cannot be proven dead or alive (issue 28).
     Before deleting, gc waits up to `wait` seconds (default repack.GC_WAIT) for every other
     process that has the store open to close it, then marks again what they made reachable
     meanwhile (ctxstore/store/gclock.py); LockHeld if they do not, with nothing deleted.
@@ -220,20 +246,28 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     store.flush()
     expired_ops = [lo.id for lo in operations.split_by_age(repo, parse_time(expire, now))[1]]
     with nullcontext() if dry_run else RepackLock(store.packs_dir):
-        expired = reflog_expire(repo, expire=expire, expire_unreachable=expire_unreachable,
-                                dry_run=dry_run, now=now).expired
-        if step:
-            step("reflogs-expired")
-        # the expiry is an operation written to the active pack just now: `--prune=now`
-        # means "packs written before this point", that one included
-        cutoff = parse_time(prune, time.time() if given_now is None else given_now)
-        if cutoff is None:  # --prune=never: nothing is old enough
-            cutoff = float("-inf")
+        # the mark comes first, from the roots as they will be after the reflog expiry (roots()
+        # applies the same cut), so that a missing object refuses the gc before it changed
+        # anything, the expiry included
         root_ids = roots(repo, now=now, expire=expire, expire_unreachable=expire_unreachable)
         root_ids.update(dictionary_ids(store))
         missing: dict[str, str] = {}
         cb = None if progress is None else (lambda n: progress("mark", n, 0))
         live = links.reachable(store, sorted(root_ids), missing=missing, progress=cb)
+        _refuse_missing(repo, missing)
+        expired = reflog_expire(repo, expire=expire, expire_unreachable=expire_unreachable,
+                                dry_run=dry_run, now=now).expired
+        if step:
+            step("reflogs-expired")
+        # the expiry is an operation written to the active pack just now: `--prune=now`
+        # means "packs written before this point", that one included; what it names is live
+        cutoff = parse_time(prune, time.time() if given_now is None else given_now)
+        if cutoff is None:  # --prune=never: nothing is old enough
+            cutoff = float("-inf")
+        after = roots(repo, now=now, expire=expire, expire_unreachable=expire_unreachable)
+        root_ids |= after
+        live |= links.reachable(store, sorted(after), missing=missing, stop=live.__contains__)
+        _refuse_missing(repo, missing)
         live |= _snapshot_roots(repo, live)
         if step:
             step("marked")
@@ -245,6 +279,7 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
             now_roots.update(dictionary_ids(store))
             new = links.reachable(store, sorted(now_roots), missing=missing,
                                   stop=live.__contains__)
+            _refuse_missing(repo, missing)
             new |= _snapshot_roots(repo, new)
             return new - live
 

@@ -3,6 +3,12 @@ review"). A compaction with candidates is queued in its own transaction (`queue_
 `ctx memory review` lists what is pending and accepts (with scope and expiry or update policy,
 as any write: invariants 10–11), edits then accepts, or rejects each candidate. Nothing is ever
 promoted automatically (docs/format.md "Memory", "Review queue").
+
+Memories that arrive from elsewhere (`ctx unpack` of a pack carrying `refs/memory/...`) are
+never live here: their chains are kept under `refs/memory-received/<origin>/...`, where no
+reader of memory looks, and each is queued (`ctx:memory-received`) so that its live memories
+are pending candidates like a compaction's, keyed `QUEUE-EVENT:N`, until a person accepts one
+into a scope of this store (docs/security.md).
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from .scopes import REVIEW_REF
 
 QUEUED = "ctx:memory-candidates"
 REVIEWED = "ctx:memory-reviewed"
+RECEIVED = "ctx:memory-received"
+#: where received memory chains are kept: not under refs/memory/, so never read as memory
+RECEIVED_PREFIX = "refs/memory-received/"
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,7 @@ class Candidate:
     confidence: float
     keywords: tuple[str, ...]
     session: str
+    origin: str = ""  # received: where it came from (`pack NAME`); "" for a compaction's
 
     @property
     def key(self) -> str:
@@ -44,7 +54,7 @@ class Candidate:
         return {"key": self.key, "compaction": self.compaction, "index": self.index,
                 "content": self.content, "kind": self.kind, "source_refs": list(self.source_refs),
                 "confidence": self.confidence, "keywords": list(self.keywords),
-                "session": self.session}
+                "session": self.session, **({"origin": self.origin} if self.origin else {})}
 
 
 def queue_candidates(tx: Transaction, compaction_id: str, count: int) -> str | None:
@@ -55,7 +65,33 @@ def queue_candidates(tx: Transaction, compaction_id: str, count: int) -> str | N
                                   {"compaction_id": compaction_id})
 
 
+def is_memory_ref(name: str) -> bool:
+    """A ref that holds memory or its review (`refs/memory/...`, `refs/memory-*`): what a
+    received pack may not create or move as such."""
+    return name.startswith("refs/memory/") or name.startswith("refs/memory-")
+
+
+def received_ref(origin: str, name: str) -> str:
+    """Where ref NAME received from ORIGIN is kept: refs/memory-received/<origin slug>/<rest>."""
+    import re
+
+    import blake3
+
+    base = re.sub(r"[^a-z0-9_-]", "-", origin.rsplit("/", 1)[-1].lower())[:24].strip("-")
+    digest = blake3.blake3(origin.encode("utf-8")).hexdigest()[:12]
+    return f"{RECEIVED_PREFIX}{base or 'origin'}-{digest}/{name[len('refs/'):]}"
+
+
+def queue_received(tx: Transaction, origin: str, ref: str, kept_as: str, tip: str) -> str:
+    """Queue the memory chain at TIP, received from ORIGIN as REF and kept as KEPT_AS."""
+    return ChainWriter(tx).append(REVIEW_REF, RECEIVED, "system",
+                                  {"origin": origin, "ref": ref, "received_ref": kept_as},
+                                  {"received_id": tip})
+
+
 def _candidates(repo: Repository, cid: str) -> list[Candidate]:
+    if repo.store.type_of(cid) == "event":
+        return _received(repo, cid)
     rec = repo.store.get(cid)
     if not isinstance(rec, Compaction):
         raise NotFound(f"{cid[:12]} is not a compaction")
@@ -70,14 +106,36 @@ def _candidates(repo: Repository, cid: str) -> list[Candidate]:
     return out
 
 
+def _received(repo: Repository, qid: str) -> list[Candidate]:
+    """The live memories of a received chain (queue event QID), as candidates; a chain that
+    does not fold (not memory events, a missing memory) offers nothing."""
+    from ..errors import CtxError
+    from .log import ScopeLog, fold
+
+    ev = repo.graph.event(qid)
+    tip = ev.causality.get("received_id")
+    origin = str(ev.payload.get("origin", "elsewhere"))
+    if ev.type != RECEIVED or not isinstance(tip, str):
+        raise NotFound(f"{qid[:12]} is not a queued compaction or received memory chain")
+    try:
+        log = fold(repo, ScopeLog(str(ev.payload.get("ref", "")), None), chain_events(repo, tip))
+    except CtxError:
+        return []
+    return [Candidate(qid, i, r.memory.content, r.memory.kind, (r.id,), float(r.memory.confidence),
+                      tuple(r.memory.keywords), "", origin)
+            for i, r in enumerate(log.live)]
+
+
 def _queue(repo: Repository) -> tuple[list[str], set[tuple[str, int]]]:
-    """(queued compaction ids in order, decided (compaction, index) pairs)."""
+    """(queued compaction ids and received-queue event ids in order, decided (id, index))."""
     queued: list[str] = []
     decided: set[tuple[str, int]] = set()
-    for _eid, ev in chain_events(repo, repo.refs.read(REVIEW_REF)):
-        cid = str(ev.causality.get("compaction_id", ""))
+    for eid, ev in chain_events(repo, repo.refs.read(REVIEW_REF)):
+        cid = str(ev.causality.get("compaction_id") or ev.causality.get("received_id") or "")
         if ev.type == QUEUED and cid not in queued:
             queued.append(cid)
+        elif ev.type == RECEIVED:
+            queued.append(eid)
         elif ev.type == REVIEWED:
             decided.add((cid, int(ev.payload.get("candidate", -1))))
     return queued, decided
@@ -138,13 +196,14 @@ def accept(repo: Repository, key: str, *, scope: str | None, ttl: str | None = N
                       expires=expires, update_policy=update_policy, confidence=c.confidence,
                       keywords=extra.pop("keywords", None) or c.keywords, author=f"review:{actor}",
                       origin={"via": "review", "compaction": c.compaction, "candidate": c.index,
+                              **({"received_from": c.origin} if c.origin else {}),
                               **({"edited": True} if content or kind else {})}, **extra)
     mem = build(repo, spec)
     with repo.transaction(message="memory review: accept", command="api: memory review accept") as tx:
         mid = write(repo, mem, action="accept", actor=actor, tx=tx)
         ChainWriter(tx).append(REVIEW_REF, REVIEWED, actor,
                                {"candidate": c.index, "decision": "accept", "memory_id": mid},
-                               {"compaction_id": c.compaction})
+                               _about(c))
     return mid
 
 
@@ -154,5 +213,10 @@ def reject(repo: Repository, key: str, *, reason: str = "", actor: str = "user")
         ChainWriter(tx).append(REVIEW_REF, REVIEWED, actor,
                                {"candidate": c.index, "decision": "reject",
                                 **({"reason": reason} if reason else {})},
-                               {"compaction_id": c.compaction})
+                               _about(c))
     return c
+
+
+def _about(c: Candidate) -> dict[str, str]:
+    """The causality of a review decision: the compaction, or the received-queue event."""
+    return {"received_id": c.compaction} if c.origin else {"compaction_id": c.compaction}

@@ -197,7 +197,10 @@ class FileRefs(RefStore):
         for dirpath, _dirs, files in os.walk(root):
             for fn in files:
                 name = (Path(dirpath) / fn).relative_to(root).as_posix()
-                if not fn.endswith(".lock") and _is_ref_name(name):
+                # only HEAD's and refs/'s: any other file under logs/ (an editor's backup, the
+                # hooks.log older versions wrote there) is not a reflog
+                if not fn.endswith(".lock") and (name == "HEAD" or name.startswith("refs/")) \
+                        and _is_ref_name(name):
                     names.append(name)
         return sorted(names)
 

@@ -154,12 +154,26 @@ class Repository:
 
     def current(self) -> Current:
         head = self.refs.read_head()
+        if head.target is not None and head.target not in self.store:
+            self._missing_target(head.ref or "HEAD", head.target)
         if head.ref:
             parts = split_branch_ref(head.ref)
             if parts:
                 return Current(parts[0], parts[1], head.target, head.ref)
             return Current(None, None, head.target, head.ref)
         return Current(None, None, head.target, None)
+
+    def ref_file(self, name: str) -> str:
+        """The file a ref (or HEAD) lives in, for messages."""
+        return str(Path(self.path) / name) if self.path is not None else name
+
+    def _missing_target(self, name: str, target: str) -> None:
+        """CorruptStore naming the file of ref NAME, which names TARGET the store lacks: a
+        well-formed ref that points nowhere is damage of that file, not an unknown id."""
+        from ..errors import CorruptStore
+
+        raise CorruptStore(f"{self.ref_file(name)}:1: {name} names {target}, which is not in "
+                           f"the store (`ctx fsck` lists all damage)", path=self.ref_file(name))
 
     def session_of_event(self, event_id: str) -> str | None:
         """The session an event belongs to: the one whose root its first-parent chain reaches.

@@ -119,6 +119,8 @@ def _base(repo: Repository, text: str) -> Resolved:
             raise BadRevision(f"{text} does not point to an event yet{hint}")
         if ref == HEAD:
             ref = repo.refs.read_head().ref  # None when detached
+        if target not in repo.store:  # the ref's file is damaged: say which (issue 28)
+            repo._missing_target(ref or HEAD, target)
         return Resolved(target, ref)
     try:
         obj_id = repo.store.resolve(text)

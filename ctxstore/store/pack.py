@@ -181,14 +181,18 @@ class Pack:
 
     def load_partial(self) -> int:
         """Open this active pack's .pidx, if it has a valid one, and return its end mark
-        (HEADER_SIZE if none). Invalid (unreadable, or claiming more than the pack holds) means
-        ignored: the pack is then scanned from its header, which gives the same answers."""
+        (HEADER_SIZE if none). Invalid (unreadable, claiming more than the pack holds, or a
+        trailer checksum that does not match: one flipped byte could hide a record) means
+        ignored, never trusted: the pack is then scanned from its header, which gives the same
+        answers, and the writer's next partial index replaces it."""
         self._partial_tried = True
         index = PartialIndex(sibling(self.path, PIDX_SUFFIX))
         try:
             end = index.pack_length_checked()
             if end > os.fstat(self.fd()).st_size:
                 raise CorruptStore(f"{index.path} covers {end} bytes, more than the pack holds")
+            if not index.verify_checksum():
+                raise CorruptStore(f"{index.path}: checksum mismatch")
         except (FileNotFoundError, CorruptStore):
             index.close()
             self.partial = None
@@ -205,7 +209,12 @@ class Pack:
     def data(self) -> mmap.mmap:
         """The mapped pack (sealed packs only: they never shrink)."""
         if self._mm is None:
-            self._mm = mmap.mmap(self.fd(), 0, access=mmap.ACCESS_READ)
+            fd = self.fd()
+            size = os.fstat(fd).st_size
+            if size < HEADER_SIZE:  # a sealed pack is never born: shorter than a header is damage
+                raise CorruptStore(f"{self.path}: a sealed pack of {size} bytes, shorter than "
+                                   f"its header", path=self.path)
+            self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         return self._mm
 
     def seal_with(self, index: PackIndex) -> None:

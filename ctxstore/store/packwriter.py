@@ -23,7 +23,7 @@ import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, IOFailure
 from ..lockfile import write_file_atomically
 from .pack import (
     HEADER,
@@ -235,9 +235,7 @@ class PackWriter:
                 self._buf.append(record)
                 self.buffered += len(record)
             else:
-                n = os.write(fd, record)
-                if n != len(record):
-                    _write_rest(fd, record, n)
+                self._write_or_cut(record, off)
             self.size = end = off + len(record)
             self.pack.offsets[hex_id] = (off, len(record))
             self.pack.scanned = end
@@ -265,13 +263,40 @@ class PackWriter:
     def _drain_locked(self) -> None:
         if self._buf and self._fd is not None:
             data = b"".join(self._buf)
-            n = os.write(self._fd, data)
-            if n != len(data):
-                _write_rest(self._fd, data, n)
+            start = self.size - self.buffered
+            try:
+                self._write_or_cut(data, start)
+            except IOFailure:
+                # the buffered records were never stored: forget them (a later put of the same
+                # object writes it again); the transaction that put them fails with this error
+                for hex_id in [k for k, (o, _) in self.pack.offsets.items() if o >= start]:
+                    del self.pack.offsets[hex_id]
+                self.size = self.pack.scanned = start
+                self._buf.clear()
+                self.buffered = 0
+                raise
             if self.durability == "batch":
                 self._written(len(self._buf))
         self._buf.clear()
         self.buffered = 0
+
+    def _write_or_cut(self, data: bytes, start: int) -> None:
+        """Write DATA at the pack's end (START); on an OS error (a full disk) cut the pack back
+        to START, so no torn record is left, and raise IOFailure naming the pack file."""
+        fd = self._fd
+        try:
+            n = os.write(fd, data)
+            if n != len(data):
+                _write_rest(fd, data, n)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, start)
+                os.lseek(fd, start, os.SEEK_SET)
+            except OSError:
+                pass  # the next writer to take the pack over cuts a torn tail (prepare)
+            raise IOFailure(f"{self.pack.path}: {exc.strerror or exc} (writing "
+                            f"{len(data)} bytes at offset {start}; nothing after it was "
+                            f"stored)", path=self.pack.path) from None
 
     def _written(self, records: int) -> None:
         """`records` more reached the OS: the group-commit thread syncs them in time (caller

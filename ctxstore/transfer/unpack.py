@@ -33,6 +33,7 @@ from ..errors import (
     ObjectNotFound,
     RefConflict,
 )
+from ..memory import review
 from ..refs import HEAD, SESSIONS_PREFIX, check_ref_name
 from ..refs.names import split_branch_ref
 from ..repo.graph import EventGraph
@@ -241,11 +242,41 @@ class _Overlay(ObjectStore):
         raise NotImplementedError
 
 
-def plan_refs(repo, pack: ParsedPack, overlay: ObjectStore, force: bool) -> list[RefUpdate]:
-    """How each ref would move; RefConflict for a non-fast-forward without `force`."""
+def _received_names(pack: ParsedPack) -> list[tuple[str, str]]:
+    return sorted((n, t) for n, t in pack.refs.items() if review.is_memory_ref(n))
+
+
+def _plan_memory(repo, pack: ParsedPack, overlay: ObjectStore,
+                 origin: str) -> tuple[list[RefUpdate], list[RefUpdate]]:
+    """([], moves of the quarantine refs): a pack's memory refs are never created or moved as
+    such — each is kept under refs/memory-received/<origin>/ and queued for review, so nothing
+    it carries is offered before a person accepts it (docs/security.md). A quarantine ref is
+    replaced by a newer copy from the same origin without asking (the old one stays in its
+    reflog)."""
     graph = EventGraph(overlay)
-    plan = []
+    out = []
+    for name, new in _received_names(pack):
+        kept = review.received_ref(origin, name)
+        mine = repo.refs.read(name)
+        if mine is not None and (mine == new or graph.is_ancestor(new, mine)):
+            out.append(RefUpdate(kept, None, new, "unchanged"))  # nothing this store lacks
+            continue
+        old = repo.refs.read(kept)
+        action = ("create" if old is None else "unchanged" if old == new else
+                  "fast-forward" if graph.is_ancestor(old, new) else "forced")
+        out.append(RefUpdate(kept, old, new, action))
+    return [], out
+
+
+def plan_refs(repo, pack: ParsedPack, overlay: ObjectStore, force: bool,
+              plan: list[RefUpdate] | None = None) -> list[RefUpdate]:
+    """How each ref (but memory refs: _plan_memory) would move; RefConflict for a
+    non-fast-forward without `force`."""
+    graph = EventGraph(overlay)
+    plan = [] if plan is None else plan
     for name, new in sorted(pack.refs.items()):
+        if review.is_memory_ref(name):
+            continue
         old = repo.refs.read(name)
         if old is None:
             action = "create"
@@ -306,10 +337,15 @@ def _import(repo, path: str, *, force: bool, limits: Limits, progress: Progress 
                 kind = store.type_of(target)
             if kind != "event":
                 raise _bad(pack, f"ref {name} names {target[:12]}, which is not an event")
+        label = os.path.basename(path)
+        received: list[RefUpdate] = []
         with _local_damage(pack):
             check_session_refs(pack, repo)
-            plan = (plan_refs(repo, pack, overlay, force) if move_refs else
-                    [RefUpdate(n, t, t, "unchanged") for n, t in sorted(pack.refs.items())])
+            if move_refs:
+                plan, received = _plan_memory(repo, pack, overlay, f"pack {label}")
+                plan = plan_refs(repo, pack, overlay, force, plan)
+            else:
+                plan = [RefUpdate(n, t, t, "unchanged") for n, t in sorted(pack.refs.items())]
         new = 0
         total = len(pack.records)
         for n, info in enumerate(pack.records, 1):
@@ -321,15 +357,17 @@ def _import(repo, path: str, *, force: bool, limits: Limits, progress: Progress 
         if not move_refs:
             store.flush()
             return UnpackResult(path, total, new, pack.size, plan, None)
-        label = os.path.basename(path)
         # every ref (and HEAD in a new store) moves at once: a kill leaves all or none
         with repo.transaction(actor=actor, message=f"unpack {label}") as tx:
-            for upd in plan:
+            for upd in plan + received:
                 if upd.action != "unchanged":
                     tx.set_ref(upd.name, upd.new, expected=upd.old,
                                message=f"unpack {label}: {upd.action}")
+            for upd, (name, _) in zip(received, _received_names(pack), strict=True):
+                if upd.action != "unchanged" and name.startswith("refs/memory/"):
+                    review.queue_received(tx, f"pack {label}", name, upd.name, upd.new)
             head = _maybe_set_head(repo, tx, plan)
-        return UnpackResult(path, total, new, pack.size, plan, head)
+        return UnpackResult(path, total, new, pack.size, plan + received, head)
     finally:
         pack.close()
 

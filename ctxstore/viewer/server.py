@@ -2,9 +2,17 @@
 
 It binds to 127.0.0.1 unless told otherwise, and refuses an address that is not loopback
 unless the caller passes `allow_remote=True` (`--host H --allow-remote`): a transcript holds
-code, paths and sometimes secrets. Requests whose Host header names another machine are refused
-too (a DNS-rebinding page cannot read the store through the user's browser). It answers GET only,
-and only these paths — never a file of the disk:
+code, paths and sometimes secrets. Two more locks (docs/security.md):
+
+- **Host.** A request's Host header must be literally `127.0.0.1`, `[::1]` or `localhost` with
+  the server's port, or exactly the host:port it printed; a name is never resolved, so a
+  DNS-rebinding page (whose Host is its own name) is refused (403).
+- **Token.** The printed URL is `http://HOST:PORT/<token>/`, a random 192-bit token. The page
+  and the API answer under that prefix; opening it sets an HttpOnly, SameSite=Strict cookie
+  for this port, which the page's own requests to `/api/...` carry. Without the token (path or
+  cookie) every route is 403: another local user or a page that guesses the port gets nothing.
+
+It answers GET only, and only these paths (below the token) — never a file of the disk:
 
     /                          the page (sessions list; the rest loads on demand)
     /api/sessions              the sessions list
@@ -19,9 +27,11 @@ Ids are hex; anything else is 404 before the store is asked.
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import re
+import secrets
 import socket
 import threading
 from http import HTTPStatus
@@ -77,13 +87,28 @@ class ViewerServer(ThreadingHTTPServer):
         self.session_cache: dict[str, dict[str, Any]] = {}
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.address_family = family
+        self.token = secrets.token_urlsafe(24)
         super().__init__((host, port), _Handler)
 
     @property
-    def url(self) -> str:
+    def base(self) -> str:
+        """host:port as the printed URL names it."""
         host, port = self.server_address[:2]
         host = f"[{host}]" if ":" in str(host) else host
-        return f"http://{host}:{port}/"
+        return f"{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        """The URL to open: the token is part of it."""
+        return f"http://{self.base}/{self.token}/"
+
+    @property
+    def cookie_name(self) -> str:
+        return f"ctx-view-{self.server_address[1]}"
+
+    def allowed_hosts(self) -> set[str]:
+        port = self.server_address[1]
+        return {f"127.0.0.1:{port}", f"[::1]:{port}", f"localhost:{port}", self.base.lower()}
 
     # -- answers (None: 404) ------------------------------------------------------------------
     def page(self) -> str:
@@ -144,22 +169,37 @@ class _Handler(BaseHTTPRequestHandler):
                    "application/json; charset=utf-8")
 
     def _host_ok(self) -> bool:
+        """Literal loopback names with this port, or exactly what was printed; never
+        resolved (a rebinding name resolves to 127.0.0.1 by design)."""
         if self.server.allow_remote:
             return True
-        host = (self.headers.get("Host") or "").strip()
-        name = host.rsplit(":", 1)[0] if not host.startswith("[") else host[1:host.find("]")]
-        try:
-            return is_loopback(name)
-        except InvalidInput:
-            return False
+        host = (self.headers.get("Host") or "").strip().lower()
+        return host in self.server.allowed_hosts()
+
+    def _authorized(self, path: str) -> tuple[bool, str]:
+        """(token given, the path below the token prefix)."""
+        prefix = f"/{self.server.token}"
+        if path == prefix or path.startswith(prefix + "/"):
+            return True, path[len(prefix):] or "/"
+        for part in (self.headers.get("Cookie") or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == self.server.cookie_name and \
+                    hmac.compare_digest(value.encode(), self.server.token.encode()):
+                return True, path
+        return False, path
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         if not self._host_ok():
-            self._json(HTTPStatus.FORBIDDEN, {"error": "this server answers loopback hosts only"})
+            self._json(HTTPStatus.FORBIDDEN, {"error": "this server answers its own loopback "
+                                                       "address only"})
             return
-        path = urlsplit(self.path).path
+        ok, path = self._authorized(urlsplit(self.path).path)
+        if not ok:
+            self._json(HTTPStatus.FORBIDDEN, {"error": "open the URL `ctx view --serve` printed "
+                                                       "(it carries the token)"})
+            return
         if path in ("/", "/index.html"):
-            self._send(HTTPStatus.OK, self.server.page().encode("utf-8"), "text/html; charset=utf-8")
+            self._page()
             return
         if path == "/api/sessions":
             with self.server.lock:
@@ -179,6 +219,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
         else:
             self._json(HTTPStatus.OK, value)
+
+    def _page(self) -> None:
+        body = self.server.page().encode("utf-8")
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Set-Cookie", f"{self.server.cookie_name}={self.server.token}; "
+                                       f"HttpOnly; SameSite=Strict; Path=/")
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Frame-Options", "DENY")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     do_HEAD = do_GET
 

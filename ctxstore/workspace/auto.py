@@ -34,12 +34,17 @@ def auto_snapshot_enabled(repo, session_id: str) -> bool:
 
 def session_root(repo, session_id: str) -> str:
     """The directory automatic snapshots record: the session's repo root or working directory
-    when it exists here, else the directory holding `.ctx`."""
+    when it exists here and lies inside the project (the directory holding `.ctx`), else the
+    project: a session that came from elsewhere never makes ctx read a directory outside it
+    (docs/workspace.md "Containment")."""
+    from .contain import is_within
+
     session = repo.session(session_id)
+    project = default_root(repo)
     for candidate in (session.repo_root, session.cwd):
-        if candidate and os.path.isdir(candidate):
+        if candidate and os.path.isdir(candidate) and is_within(project, candidate):
             return candidate
-    return default_root(repo)
+    return project
 
 
 def may_write(name: str, args: Any, harness: str = "") -> bool:

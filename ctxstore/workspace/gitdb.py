@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +24,8 @@ from ..lockfile import clear_git_locks, replace_file
 
 GITDIR_NAME = "workspace.git"
 #: What every snapshot leaves out besides the user's ignore rules: a store is never recorded.
-BASE_EXCLUDES = "# written by ctx before each snapshot (docs/format.md)\n.ctx/\n"
+BASE_EXCLUDES = ("# written by ctx before each snapshot (docs/format.md)\n.ctx/\n"
+                 ".ctx-restore-*.tmp\n")
 
 #: git object type numbers (libgit2's GIT_OBJECT_*) and names, for the loose form.
 BLOB, TREE = 3, 2
@@ -108,8 +110,10 @@ def _use_index(gitdir: Path, root: str) -> None:
     replace_derived(marker, root.encode("utf-8"))
 
 
-def _write_excludes(gitdir: Path, root: str) -> None:
+def _write_excludes(gitdir: Path, root: str, nested: tuple[str, ...] = ()) -> None:
     text = BASE_EXCLUDES
+    if nested:  # staged file by file (_add_nested): libgit2's add_all stops at them
+        text += "# nested git repositories\n" + "".join(f"/{n}/\n" for n in nested)
     user = Path(root) / ".git" / "info" / "exclude"
     if user.is_file():
         try:
@@ -134,13 +138,24 @@ def stage(ctx_dir: Path, root: str) -> tuple[Any, str]:
     clear_git_locks(gitdir)
     open_gitdb(ctx_dir)
     _use_index(gitdir, root)
-    _write_excludes(gitdir, root)
+    nested: list[str] = []
     try:
-        git = pygit2.Repository(str(gitdir))  # re-read the ignore rules just written
-        git.workdir = root
-        index = git.index
-        index.read(True)
-        index.add_all()  # adds, updates and removes, like `git add -A`
+        while True:
+            _write_excludes(gitdir, root, tuple(nested))
+            git = pygit2.Repository(str(gitdir))  # re-read the ignore rules just written
+            git.workdir = root
+            index = git.index
+            index.read(True)
+            try:
+                index.add_all()  # adds, updates and removes, like `git add -A`
+                break
+            except pygit2.GitError as exc:
+                found = _NESTED.fullmatch(str(exc).strip())
+                if found is None or found.group(1) in nested or len(nested) >= MAX_NESTED:
+                    raise
+                nested.append(found.group(1))  # a nested repository: its files, one by one
+        for rel in nested:
+            _add_nested(index, root, rel)
         tree = index.write_tree()
         index.write()
     except pygit2.GitError as exc:
@@ -148,6 +163,41 @@ def stage(ctx_dir: Path, root: str) -> tuple[Any, str]:
     except OSError as exc:
         raise IOFailure(f"snapshot of {root}: {exc.strerror or exc}") from None
     return git, str(tree)
+
+
+#: libgit2's refusal of a directory holding its own `.git` (a nested repository)
+_NESTED = re.compile(r"invalid path: '(.+)/'")
+MAX_NESTED = 256
+
+
+def _add_nested(index: Any, root: str, rel: str) -> None:
+    """Stage the files of the nested repository ROOT/REL as files of the root (what a restore
+    can put back; git itself would record a gitlink naming a commit the snapshot cannot hold):
+    every file its own ignore rules keep, never its `.git`. They are re-read at each snapshot
+    (the stat cache does not cover them)."""
+    import pygit2
+
+    base = os.path.join(root, rel)
+    for path in [e.path for e in index if e.path.startswith(rel + "/")]:
+        index.remove(path)
+    try:
+        inner = pygit2.Repository(base)
+    except pygit2.GitError:
+        inner = None
+
+    def ignored(path: str) -> bool:
+        return inner is not None and inner.path_is_ignored(path)
+
+    for dirpath, dirnames, filenames in os.walk(base):
+        here = os.path.relpath(dirpath, base)
+        here = "" if here == "." else here + "/"
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if d.lower() != ".git" and d not in links
+                             and not ignored(here + d + "/"))
+        for name in sorted(filenames + links):
+            if name.lower() == ".git" or ignored(here + name):
+                continue
+            index.add(f"{rel}/{here}{name}")
 
 
 def loose_bytes(type_num: int, data: bytes) -> bytes:

@@ -3,7 +3,8 @@
 - Claude Code writes `file-history-snapshot` records: `snapshot.trackedFileBackups` maps each
   file Claude edited to `{backupFileName, version, backupTime}`; the backup (the file as it
   was before that turn) is `~/.claude/file-history/<session id>/<backupFileName>` (under
-  `$CLAUDE_CONFIG_DIR` when set); a null backupFileName means the file did not exist yet.
+  `$CLAUDE_CONFIG_DIR` when set), read only from inside that folder; a null backupFileName
+  means the file did not exist yet.
   Only edited files are tracked, so the snapshot is *partial*: restore touches only them.
 - Codex writes `ghost_snapshot` response items: `ghost_commit.id` names a commit Codex made,
   unreferenced, in the user's git repository (the session's cwd), whose tree is the working
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chunking import put_artifact_content
-from . import gitdb
+from . import contain, gitdb
 from .trees import delta
 
 _MODE_TEXT = {gitdb.MODE_FILE: b"100644", gitdb.MODE_EXEC: b"100755",
@@ -82,33 +83,51 @@ def claude_config_dir() -> Path:
 
 
 def claude_file_history(b, rec: dict, session_id: str, cwd: str) -> dict[str, Any]:
-    """Payload keys for a Claude Code file-history-snapshot record (empty: nothing tracked)."""
+    """Payload keys for a Claude Code file-history-snapshot record (empty: nothing tracked).
+
+    A backup is read only from inside the harness's own folder for the session
+    (`file-history/<session id>/`), never through a symlink (contain.read_inside): a
+    `backupFileName` that is absolute or has a `..` (or a session id that does) is a warning
+    naming the line, and nothing is read (docs/workspace.md "Containment")."""
     snap = rec.get("snapshot") if isinstance(rec.get("snapshot"), dict) else {}
     tracked = snap.get("trackedFileBackups")
     if not isinstance(tracked, dict) or not tracked:
         return {}
-    where = claude_config_dir() / "file-history" / session_id
+    line = getattr(b, "_source", {}).get("line", 0)
+    history = claude_config_dir() / "file-history"
+    where = history / str(session_id)
     files: dict[str, tuple[bytes, int]] = {}
     absent: list[str] = []
     missing: list[str] = []
     outside: list[str] = []
+    refused: list[str] = []
     for path, info in sorted(tracked.items()):
         rel = _relative(path, cwd)
-        if rel is None:
+        if rel is None or contain.name_problem(rel) is not None:
             outside.append(path)
             continue
         name = info.get("backupFileName") if isinstance(info, dict) else None
         if name is None:
             absent.append(rel)
             continue
-        backup = where / str(name)
+        problem = contain.name_problem(str(name)) or \
+            contain.name_problem(str(session_id)) or \
+            ("a path, not a file name" if "/" in str(session_id) else None)
+        if problem is not None:
+            b.ctx.warn(b.file, line, f"file-history-snapshot: backupFileName {name!r} of {path} "
+                                     f"is not a file inside {where} ({problem}): nothing read")
+            refused.append(rel)
+            continue
         try:
-            files[rel] = (backup.read_bytes(), gitdb.MODE_FILE)
-        except OSError:
+            files[rel] = (contain.read_inside(where, str(name)), gitdb.MODE_FILE)
+        except (OSError, contain.BadPath):
             missing.append(rel)
     if outside:
         _note(b, f"{b.file}: file-history snapshots name files outside the session's cwd "
                  f"{cwd or '(unknown)'} ({outside[0]}, ...): left out of the workspace snapshot")
+    if refused:
+        return {"workspace_missing": f"backup names refused (not inside {where}): "
+                                     f"{', '.join(refused)}"}
     if missing:
         _note(b, f"{b.file}: Claude Code file backups not found under {where} (e.g. {missing[0]}):"
                  f" those file-history snapshots are recorded without content "

@@ -10,7 +10,7 @@ before the offset); a transcript rewritten in place is imported again from its f
 (`ctx import` semantics: changed branches move, their old tips stay in the reflog).
 
 A hook must never block or fail the agent: `run_hook` never raises; a problem is one line in
-`.ctx/logs/hooks.log` (with its traceback) and the exit status is 0 all the same.
+`.ctx/hooks.log` (with its traceback) and the exit status is 0 all the same.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from ...errors import CtxError
 from ...importers.live import LiveImporter, capture
 from ...repo import Repository
 
-LOG = Path("logs") / "hooks.log"
+#: the hook's own log: at the top of `.ctx`, where no ref or reflog reader looks (it once
+#: lived in logs/, where fsck, gc and `reflog expire` read it as a reflog)
+LOG = Path("hooks.log")
 #: tools after which the workspace may have changed (the snapshot hook point)
 FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 
@@ -47,7 +49,7 @@ def after_file_tool(repo: Repository, data: dict, session: str) -> str:
 
 
 def log(ctx_dir: Path | None, line: str) -> None:
-    """Append one line to .ctx/logs/hooks.log (stderr when there is no store)."""
+    """Append one line to .ctx/hooks.log (stderr when there is no store)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if ctx_dir is None:
         os.write(2, f"ctx hook: {line}\n".encode())
