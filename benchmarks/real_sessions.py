@@ -263,10 +263,11 @@ def _prompt_key(text: str) -> str:
     return _norm(text)[:60]
 
 
-def _check_prompts(t: Transcript, main: SessionView) -> tuple:
-    """Every real prompt of the transcript's own line is a UserPromptSubmitted of the main
-    session, once (issue 29: Codex Desktop prompts exist only as event_msg user_message; the CLI
-    writes them twice)."""
+def _check_prompts(t: Transcript, views: list[SessionView]) -> tuple:
+    """Every real prompt of the transcript's own line is a UserPromptSubmitted of the file's
+    sessions, once (issue 29: Codex Desktop prompts exist only as event_msg user_message; the
+    CLI writes them twice). A file of many top-level sessions (an Aider history) has its
+    prompts in all of them."""
     thr = ">= 90% once"
     expected = [text for _line, group, text in t.prompts if group == "main"]
     if not expected:
@@ -275,7 +276,8 @@ def _check_prompts(t: Transcript, main: SessionView) -> tuple:
         return "nothing to check", thr, NA, "ids repeat: the file's own line is not defined"
     # the event's text read by the oracle's own rule (harness markup removed), first 60 chars
     events = [_prompt_key(prompt_text(str((e.get("payload") or {}).get("text") or "")))
-              for e in main.log or [] if e.get("type") == "UserPromptSubmitted"]
+              for v in views if v.kind != "subagent" for e in v.log or []
+              if e.get("type") == "UserPromptSubmitted"]
     found, twice = 0, []
     for key in dict.fromkeys(_prompt_key(x) for x in expected):
         want = sum(_prompt_key(x) == key for x in expected)
@@ -555,7 +557,7 @@ def evaluate(path: Path, name: str | None = None) -> list[Result]:
                res("tokens.input", *_check_tokens(t, views, "input_tokens")),
                res("tokens.output", *_check_tokens(t, views, "output_tokens")),
                res("tokens.branch", *_check_branch_tokens(t, views)),
-               res("prompts", *_check_prompts(t, main)),
+               res("prompts", *_check_prompts(t, views)),
                res("title", *_check_title(t, main, views)),
                res("pending", *_check_pending(t, views, bundles)),
                res("resume_chain", *_check_chain(t, main)),
