@@ -275,9 +275,9 @@ def _check_prompts(t: Transcript, views: list[SessionView]) -> tuple:
     if t.tree_ambiguous:
         return "nothing to check", thr, NA, "ids repeat: the file's own line is not defined"
     # the event's text read by the oracle's own rule (harness markup removed), first 60 chars
+    top = [v for v in views if v.kind != "subagent"] or views  # a subagent's own file: itself
     events = [_prompt_key(prompt_text(str((e.get("payload") or {}).get("text") or "")))
-              for v in views if v.kind != "subagent" for e in v.log or []
-              if e.get("type") == "UserPromptSubmitted"]
+              for v in top for e in v.log or [] if e.get("type") == "UserPromptSubmitted"]
     found, twice = 0, []
     for key in dict.fromkeys(_prompt_key(x) for x in expected):
         want = sum(_prompt_key(x) == key for x in expected)
@@ -528,6 +528,31 @@ def label(path: Path, root: Path | None) -> str:
         return path.name
 
 
+#: Sessions of one file on which the per-session builds (context, fill, the compaction dry
+#: runs) are judged: an Aider history holds 1,134 sessions, and each build is a CLI call.
+#: Files, tokens, prompts and titles are judged on every session.
+BUILD_SAMPLE = 48
+
+
+def _weight(v: SessionView) -> tuple[int, int, str]:
+    tu = (v.stats or {}).get("token_usage") or {}
+    size = sum(int(tu.get(k) or 0) for k in ("output_tokens", "input_tokens"))
+    return (-size, -v.events, v.id)
+
+
+def sampled(views: list[SessionView], main: SessionView) -> list[SessionView]:
+    """Every session when there are at most BUILD_SAMPLE; else the main one, the heaviest
+    (most tokens spent, then most events) for three quarters of the sample, where budgets are
+    hard to fill or to meet, and an even spread of the rest in import order, so small
+    sessions are built too. Deterministic: the same sessions on every run."""
+    if len(views) <= BUILD_SAMPLE:
+        return views
+    heavy = sorted((v for v in views if v is not main), key=_weight)[:BUILD_SAMPLE * 3 // 4]
+    rest = [v for v in views if v is not main and v not in heavy]
+    step = max(1, len(rest) // (BUILD_SAMPLE - len(heavy) - 1))
+    return [main, *heavy, *rest[::step]][:BUILD_SAMPLE]
+
+
 def evaluate(path: Path, name: str | None = None) -> list[Result]:
     """Every check for one transcript, imported alone into a fresh temporary store."""
     name = name or path.name
@@ -549,7 +574,8 @@ def evaluate(path: Path, name: str | None = None) -> list[Result]:
             return [res(c, "-", "-", FAIL, "import made no session") for c in CHECKS]
         if main.error:
             return [res(c, "-", "-", FAIL, main.error) for c in CHECKS]
-        contexts = {(v.id, b): _context(ctx, v, b) for v in views for b in BUDGETS}
+        built = sampled(views, main)
+        contexts = {(v.id, b): _context(ctx, v, b) for v in built for b in BUDGETS}
         bundles = [bundle for bundle, _ in contexts.values() if bundle]
         out = [res("files.modified", *_check_files(t, views, "modified")),
                res("files.read", *_check_files(t, views, "read")),
@@ -561,12 +587,12 @@ def evaluate(path: Path, name: str | None = None) -> list[Result]:
                res("title", *_check_title(t, main, views)),
                res("pending", *_check_pending(t, views, bundles)),
                res("resume_chain", *_check_chain(t, main)),
-               res("compaction.files", *_combine([(v, _compaction_one(t, ctx, v)) for v in views], main)),
+               res("compaction.files", *_combine([(v, _compaction_one(t, ctx, v)) for v in built], main)),
                res("compaction.replaced",
-                   *_combine([(v, _replaced_by_compaction(ctx, v)) for v in views], main))]
-        out += [res(f"context@{b}", *_combine([(v, _check_context(*contexts[v.id, b], b)) for v in views],
+                   *_combine([(v, _replaced_by_compaction(ctx, v)) for v in built], main))]
+        out += [res(f"context@{b}", *_combine([(v, _check_context(*contexts[v.id, b], b)) for v in built],
                                              main)) for b in BUDGETS]
-        out += [res(f"fill@{b}", *_combine([(v, _check_fill(*contexts[v.id, b], b)) for v in views], main))
+        out += [res(f"fill@{b}", *_combine([(v, _check_fill(*contexts[v.id, b], b)) for v in built], main))
                 for b in BUDGETS]
     return out
 

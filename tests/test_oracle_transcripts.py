@@ -365,7 +365,9 @@ def test_pi_v3_counts_only_the_path_to_the_newest_entry(tmp_path):
              pi_result("w2", "write", id="b3", parentId="b2")]
     t = analyze(write(tmp_path, "pi.jsonl", lines))
     assert t.modified_files() == ["/w/new.ts"]
-    assert (t.input_tokens, t.output_tokens) == (130, 5)
+    # the whole session's cost counts the abandoned branch too; the branch's share does not
+    assert (t.input_tokens, t.output_tokens) == (260, 10)
+    assert (t.branch_input_tokens, t.branch_output_tokens) == (130, 5)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,12 @@ from benchmarks.real_sessions import CHECKS, FAIL, NA, PASS, Result, evaluate, l
 from tests.corpus import corpus_root, require_corpus
 from tests.oracles.transcripts import transcript_files
 
-KNOWN_FAILING: dict[str, set[str]] = {}
+KNOWN_FAILING: dict[str, set[str]] = {
+    # Aider: in some of its 1,134 sessions a single reply (HISTORY.md translated, 6.9k-12.8k
+    # tokens) is larger than the whole 8k budget; the builder never cuts a chatter segment (a
+    # deliberate rule, tests/test_builder_edges.py), so those contexts stay under 85% full.
+    "fill@8000": {"aider_chat-history.md"},
+}
 
 
 def _transcripts() -> list[Path]:
@@ -39,7 +44,8 @@ def _params():
     out = []
     for f in files:
         for check in CHECKS:
-            marks = []
+            # one worker judges all checks of a transcript: its import and CLI reads run once
+            marks = [pytest.mark.xdist_group(f"real-{f.name}")]
             if f.name in KNOWN_FAILING.get(check, ()):
                 marks.append(pytest.mark.xfail(strict=True, reason=f"issue 12: {check} does not hold yet"))
             out.append(pytest.param(f, check, marks=marks, id=f"{f.name}::{check}"))
