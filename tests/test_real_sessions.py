@@ -44,8 +44,7 @@ def _params():
     out = []
     for f in files:
         for check in CHECKS:
-            # one worker judges all checks of a transcript: its import and CLI reads run once
-            marks = [pytest.mark.xdist_group(f"real-{f.name}")]
+            marks = []
             if f.name in KNOWN_FAILING.get(check, ()):
                 marks.append(pytest.mark.xfail(strict=True, reason=f"issue 12: {check} does not hold yet"))
             out.append(pytest.param(f, check, marks=marks, id=f"{f.name}::{check}"))
