@@ -47,6 +47,7 @@ from .common import (
     preview,
     tool_requested_payload,
 )
+from .sqlitesource import connect_read_only
 
 FMT = "cursor"
 LABEL = "Cursor"
@@ -121,18 +122,15 @@ def sniff(path: Path) -> bool:
 def _connect(path: Path, timeout: float = BUSY_TIMEOUT) -> sqlite3.Connection:
     """A read-only connection (never creates, never writes). A WAL database whose `-shm`
     cannot be made (a read-only folder) and has no `-wal` beside it is opened immutable."""
-    uri = path.resolve().as_uri()
-    con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=timeout, isolation_level=None)
     try:
+        con = connect_read_only(path, timeout)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return con
     except sqlite3.OperationalError as exc:
-        con.close()
         wal = path.with_name(path.name + "-wal")
         if "unable to open" not in str(exc) or wal.exists():
             raise
-    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=timeout,
-                           isolation_level=None)
+    return connect_read_only(path, timeout, immutable=True)
 
 
 def _tables(con: sqlite3.Connection) -> dict[str, set[str]]:

@@ -64,6 +64,7 @@ from .common import (
     preview,
     tool_requested_payload,
 )
+from .sqlitesource import connect_read_only
 
 FMT = "goose"
 LABEL = "Goose"
@@ -554,10 +555,7 @@ def _import_jsonl(ctx: ImportContext, path: Path) -> None:
 
 def _connect(path: Path, immutable: bool = False, timeout: float = 1.0) -> sqlite3.Connection:
     """A read-only connection: never a write, never a lock that would hold Goose up."""
-    uri = path.resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
-    con = sqlite3.connect(uri, uri=True, timeout=timeout)
-    con.execute("PRAGMA query_only = ON")
-    return con
+    return connect_read_only(path, timeout, immutable)
 
 
 def _row_value(v: Any) -> Any:

@@ -37,7 +37,6 @@ import json
 import os
 import re
 import sqlite3
-import urllib.parse
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -46,10 +45,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import jsonparse
-from ..errors import InvalidInput, LockHeld
+from ..errors import InvalidInput
 from ..objects import TextBlock, ThinkingBlock, ToolCallBlock
 from ..state.prompts import prompt_text, title_of
 from .common import ImportContext, SessionBuilder, preview, tool_requested_payload
+from .sqlitesource import connect_read_only, db_error, is_locked
 
 FMT = "opencode"
 LABEL = "OpenCode"
@@ -101,7 +101,7 @@ def _looks_like_export(head: bytes) -> bool:
 
 def _has_tables(path: Path) -> bool:
     try:
-        con = _connect_ro(path, timeout=0.2)
+        con = connect_read_only(path, timeout=0.2)
     except (sqlite3.Error, OSError):
         return False
     try:
@@ -382,35 +382,12 @@ def _import_storage(ctx: ImportContext, root: Path) -> None:
 # -- the database -------------------------------------------------------------------------------
 
 
-def _connect_ro(path: Path, timeout: float, immutable: bool = False) -> sqlite3.Connection:
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-    if immutable:
-        uri += "&immutable=1"
-    con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
-    try:
-        con.execute("PRAGMA query_only = ON")
-    except sqlite3.Error:
-        con.close()
-        raise
-    return con
-
-
 def _tables(con: sqlite3.Connection) -> set[str]:
     return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-def _locked(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code in (5, 6) or "locked" in str(exc) or "busy" in str(exc)
-
-
 def _db_error(path: Path, exc: sqlite3.Error) -> Exception:
-    if _locked(exc):
-        return LockHeld(f"{path}: the database is locked by another process (OpenCode writing "
-                        f"to it?); gave up after {BUSY_TIMEOUT} s without reading it; nothing "
-                        f"imported from it, try again")
-    return InvalidInput(f"{path}: not a readable OpenCode database ({exc}); the file may be "
-                        f"half-written or damaged; nothing imported from it")
+    return db_error(path, exc, LABEL, BUSY_TIMEOUT)
 
 
 class _Db:
@@ -420,18 +397,18 @@ class _Db:
         self.ctx = ctx
         self.path = path
         try:
-            self.con = _connect_ro(path, BUSY_TIMEOUT)
+            self.con = connect_read_only(path, BUSY_TIMEOUT)
             try:
                 tables = _tables(self.con)
             except sqlite3.OperationalError as exc:
                 self.con.close()
-                if _locked(exc) or "unable to open" not in str(exc):
+                if is_locked(exc) or "unable to open" not in str(exc):
                     raise
                 # a WAL database in a folder we may not write (no -shm can be made): safe to
                 # read as immutable only when no write-ahead log holds newer pages
                 if os.path.exists(f"{path}-wal") and os.path.getsize(f"{path}-wal") > 0:
                     raise
-                self.con = _connect_ro(path, BUSY_TIMEOUT, immutable=True)
+                self.con = connect_read_only(path, BUSY_TIMEOUT, immutable=True)
                 tables = _tables(self.con)
                 ctx.report.notes.append(f"{path.name}: read as immutable (read-only folder, "
                                         f"no write-ahead log)")
