@@ -47,6 +47,7 @@ from .common import (
     preview,
     tool_requested_payload,
 )
+from .records import write_json_lines
 from .sqlitesource import connect_read_only
 
 FMT = "cursor"
@@ -215,13 +216,7 @@ def export(records: list[tuple[int, Any]], out: TextIO) -> int:
         out.write(json.dumps(doc, ensure_ascii=False, indent=2))
         out.write("\n")
         return len(records)
-    for _line, v in records:
-        if isinstance(v, dict) and len(v) == 1 and isinstance(v.get(RAW), str):
-            out.write(v[RAW])
-        else:
-            out.write(json.dumps(v, ensure_ascii=False, separators=(",", ":")))
-        out.write("\n")
-    return len(records)
+    return write_json_lines(records, out, RAW)
 
 
 # ---------------------------------------------------------------------------------------------

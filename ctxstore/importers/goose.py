@@ -64,6 +64,7 @@ from .common import (
     preview,
     tool_requested_payload,
 )
+from .records import write_json_lines
 from .sqlitesource import connect_read_only
 
 FMT = "goose"
@@ -206,13 +207,7 @@ def export(records: list[tuple[int, Any]], out: TextIO) -> int:
         out.write(json.dumps(doc, ensure_ascii=False, indent=2))
         out.write("\n")
         return len(records)
-    for _, v in records:
-        if isinstance(v, dict) and set(v) == {RAW} and isinstance(v[RAW], str):
-            out.write(v[RAW])
-        else:
-            out.write(json.dumps(v, ensure_ascii=False, separators=(",", ":")))
-        out.write("\n")
-    return len(records)
+    return write_json_lines(records, out, RAW)
 
 
 def _is_row(value: dict) -> bool:

@@ -341,3 +341,17 @@ def record_line(store, record_id: str) -> str:
     if raw is not None:
         return raw
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_json_lines(records, out, raw_key: str) -> int:
+    """Write (line, value) records back one JSON line each: a value that is only `{raw_key:
+    text}` (a line the importer kept as text: it did not parse) is written as that text. For
+    importers whose records are JSON values of their own making (a database row, a document's
+    element), not the lines `event_line` already gives back."""
+    for _line, v in records:
+        if isinstance(v, dict) and len(v) == 1 and isinstance(v.get(raw_key), str):
+            out.write(v[raw_key])
+        else:
+            out.write(json.dumps(v, ensure_ascii=False, separators=(",", ":")))
+        out.write("\n")
+    return len(records)
