@@ -53,7 +53,7 @@ from ..errors import InvalidInput
 from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from ..state.prompts import prompt_text, title_of
 from ..userfiles import open_input
-from .common import ImportContext, SessionBuilder, preview, tool_requested_payload
+from .common import ImportContext, SessionBuilder, as_int, as_str, preview, tool_requested_payload
 
 FMT = "cline"
 LABEL = "Cline"
@@ -225,12 +225,6 @@ def _iso(ms: Any) -> str:
     return ""
 
 
-def _s(v: Any) -> str:
-    return v if isinstance(v, str) else ""
-
-
-def _int(v: Any) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else 0
 
 
 def _json_text(text: Any) -> dict:
@@ -252,8 +246,8 @@ def ui_usage(msg: Mapping) -> dict | None:
     if not any(isinstance(info.get(k), (int, float)) and not isinstance(info.get(k), bool)
                for k in keys):
         return None
-    tin, tout = _int(info.get("tokensIn")), _int(info.get("tokensOut"))
-    cw, cr = _int(info.get("cacheWrites")), _int(info.get("cacheReads"))
+    tin, tout = as_int(info.get("tokensIn")), as_int(info.get("tokensOut"))
+    cw, cr = as_int(info.get("cacheWrites")), as_int(info.get("cacheReads"))
     usage: dict[str, Any] = {"input_tokens": tin + cw + cr, "cached_input_tokens": cr,
                              "cache_write_input_tokens": cw, "output_tokens": tout}
     if isinstance(info.get("cost"), (int, float)) and not isinstance(info.get("cost"), bool):
@@ -267,9 +261,9 @@ def metrics_usage(msg: Mapping) -> dict | None:
     tok = m.get("tokens") if isinstance(m, dict) else None
     if not isinstance(tok, dict):
         return None
-    usage: dict[str, Any] = {"input_tokens": _int(tok.get("prompt")),
-                             "cached_input_tokens": _int(tok.get("cached")),
-                             "output_tokens": _int(tok.get("completion"))}
+    usage: dict[str, Any] = {"input_tokens": as_int(tok.get("prompt")),
+                             "cached_input_tokens": as_int(tok.get("cached")),
+                             "output_tokens": as_int(tok.get("completion"))}
     if isinstance(m.get("cost"), (int, float)) and not isinstance(m.get("cost"), bool):
         usage["cost_usd"] = m["cost"]
     return usage
@@ -322,7 +316,7 @@ def result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_s(c.get("text")) for c in content
+        return "\n".join(as_str(c.get("text")) for c in content
                          if isinstance(c, dict) and c.get("type") == "text")
     return ""
 
@@ -360,7 +354,7 @@ def scan_user(content: Any) -> list[tuple[str, Any]]:
             if result is None:
                 out.append(("image", c))
         elif kind == "text":
-            t = _s(c.get("text"))
+            t = as_str(c.get("text"))
             head = _RESULT_HEAD.match(t.lstrip())
             if head:
                 close()
@@ -399,7 +393,7 @@ def _cwd(api: list) -> str:
         if isinstance(msg, dict) and msg.get("role") == "user":
             content = msg.get("content")
             blocks = [content] if isinstance(content, str) else [
-                _s(b.get("text")) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+                as_str(b.get("text")) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
             for t in blocks:
                 m = _CWD.search(t)
                 if m:
@@ -417,7 +411,7 @@ def _title(ui: list, api: list) -> str:
     for i, msg in enumerate(ui):
         if isinstance(msg, dict) and msg.get("type") == "say" and (msg.get("say") in PROMPT_SAYS
                                                                    or i == 0):
-            real = prompt_text(_s(msg.get("text")))
+            real = prompt_text(as_str(msg.get("text")))
             if real:
                 return title_of(real)
     return ""
@@ -493,7 +487,7 @@ class Task:
             b.append(f"{FMT}:api_malformed", "system", {}, ts=ts)
             return
         info = msg.get("modelInfo")
-        if isinstance(info, dict) and _s(info.get("modelId")):
+        if isinstance(info, dict) and as_str(info.get("modelId")):
             self.model = info["modelId"]
         if msg["role"] == "assistant":
             self._assistant(n, msg, ts)
@@ -511,7 +505,7 @@ class Task:
         for k, c in enumerate(items):
             kind = c.get("type")
             if kind == "text":
-                found, prose = parse_xml_tools(_s(c.get("text")))
+                found, prose = parse_xml_tools(as_str(c.get("text")))
                 if prose:
                     blocks.append(TextBlock(prose))
                     texts.append(prose)
@@ -519,15 +513,15 @@ class Task:
                     tcid = f"cline-xml-{n}-{k}-{x}"
                     calls.append((tcid, name, params))
             elif kind == "thinking":
-                blocks.append(ThinkingBlock(_s(c.get("thinking")), _s(c.get("signature"))))
+                blocks.append(ThinkingBlock(as_str(c.get("thinking")), as_str(c.get("signature"))))
             elif kind == "redacted_thinking":
-                blocks.append(ThinkingBlock("", _s(c.get("data"))))
+                blocks.append(ThinkingBlock("", as_str(c.get("data"))))
             elif kind == "tool_use":
-                tcid = _s(c.get("id")) or f"cline-tool-{n}-{k}"
+                tcid = as_str(c.get("id")) or f"cline-tool-{n}-{k}"
                 args = c.get("input") if isinstance(c.get("input"), dict) else {"input": c.get("input")}
-                calls.append((tcid, _s(c.get("name")), args))
+                calls.append((tcid, as_str(c.get("name")), args))
             elif kind == "image":
-                blocks.append(ImageBlock(media_type=_s((c.get("source") or {}).get("media_type"))
+                blocks.append(ImageBlock(media_type=as_str((c.get("source") or {}).get("media_type"))
                                          if isinstance(c.get("source"), dict) else ""))
         blocks += [ToolCallBlock(tcid, name, args) for tcid, name, args in calls]
         self.open = [(tcid, name) for tcid, name, _args in calls]
@@ -540,7 +534,7 @@ class Task:
             usage = metrics_usage(msg)
             if usage is not None:
                 payload["usage"] = usage
-        if _s(msg.get("id")):
+        if as_str(msg.get("id")):
             payload["response_id"] = msg["id"]
         b.append("ModelResponseReceived", "model", payload, {"message_id": mid}, ts)
         for tcid, name, args in calls:
@@ -555,7 +549,7 @@ class Task:
         images = 0
         for kind, x in scan_user(msg.get("content")):
             if kind == "tool_result":
-                tcid = _s(x.get("tool_use_id"))
+                tcid = as_str(x.get("tool_use_id"))
                 text = result_text(x.get("content"))
                 self.open = [c for c in self.open if c[0] != tcid]
                 results.append((tcid, text, x.get("is_error") is True or is_error_result(text)))
@@ -603,7 +597,7 @@ class Task:
             b.append(f"{FMT}:ui_malformed", "system", {}, ts=ts)
             return
         typ = msg["type"]
-        kind = _s(msg.get(typ)) or "unknown"
+        kind = as_str(msg.get(typ)) or "unknown"
         usage = ui_usage(msg)
         if usage is not None:
             if self.ui_only:
@@ -615,14 +609,14 @@ class Task:
             b.append("ModelResponseReceived", "model", payload, ts=ts)
             return
         if not self.ui_only:
-            b.append(f"{FMT}:{kind}", "system", {"type": typ, **({"text": preview(_s(msg.get("text")), 200)}
+            b.append(f"{FMT}:{kind}", "system", {"type": typ, **({"text": preview(as_str(msg.get("text")), 200)}
                                                                  if msg.get("text") else {})}, ts=ts)
             return
         self._ui_conversation(n, msg, typ, kind, ts)
 
     def _ui_conversation(self, n: int, msg: dict, typ: str, kind: str, ts: str) -> None:
         b = self.b
-        text = _s(msg.get("text"))
+        text = as_str(msg.get("text"))
         if typ == "say" and (kind in PROMPT_SAYS or n == 1):  # element 0 is the task (webview)
             if kind == "user_feedback" and self.last_ask_tool:
                 self._close_ui(ts, "The user denied this operation.", only=self.last_ask_tool)
@@ -638,7 +632,7 @@ class Task:
                                           "act_mode_respond"):
             if kind in ("followup", "plan_mode_respond", "act_mode_respond"):
                 info = _json_text(text)
-                words = _s(info.get("question")) or _s(info.get("response")) or text
+                words = as_str(info.get("question")) or as_str(info.get("response")) or text
                 opts = info.get("options")
                 if isinstance(opts, list) and opts:
                     words += "\n" + "\n".join(f"- {o}" for o in opts if isinstance(o, str))
@@ -687,7 +681,7 @@ class Task:
     def _ui_call(self, kind: str, typ: str, text: str) -> tuple[str, dict] | None:
         if kind == "tool":
             info = _json_text(text)
-            tool = _s(info.get("tool"))
+            tool = as_str(info.get("tool"))
             name = UI_TOOLS.get(tool, tool or "tool")
             return name, dict(info)
         if kind == "command":

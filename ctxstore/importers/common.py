@@ -235,6 +235,23 @@ def peek_jsonl(path: Path, limit: int = 200) -> Iterator[dict]:
                 yield value
 
 
+def as_str(value: Any) -> str:
+    """VALUE if it is a string, else "" (a field of an odd record may hold anything)."""
+    return value if isinstance(value, str) else ""
+
+
+def as_int(value: Any) -> int:
+    """VALUE as an int if it is a number (not a bool, not NaN), else 0: token counts."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return int(value) if ok else 0
+
+
+def usage_payload(input_tokens: int, cached: int, output: int) -> dict[str, int]:
+    """A ModelResponseReceived usage in the convention trace.normalize_usage reads: every
+    input token (cached included), the cached part, every output token (reasoning included)."""
+    return {"input_tokens": input_tokens, "cached_input_tokens": cached, "output_tokens": output}
+
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[:limit]
 

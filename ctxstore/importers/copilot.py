@@ -32,6 +32,8 @@ from .common import (
     MALFORMED,
     ImportContext,
     SessionBuilder,
+    as_int,
+    as_str,
     iter_jsonl,
     peek_jsonl,
     preview,
@@ -84,16 +86,10 @@ KNOWN_TYPES = frozenset({
     "user_input.completed", "user_input.requested",
 })
 
-def _s(v: Any) -> str:
-    return v if isinstance(v, str) else ""
-
 
 def _d(v: Any) -> dict:
     return v if isinstance(v, dict) else {}
 
-
-def _int(v: Any) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else 0
 
 
 def known(rec: Mapping) -> bool:
@@ -144,7 +140,7 @@ def _agent_of(rec: dict) -> str:
     agent = rec.get("agentId")
     if isinstance(agent, str) and agent:
         return agent
-    return _s(_d(rec.get("data")).get("parentToolCallId"))
+    return as_str(_d(rec.get("data")).get("parentToolCallId"))
 
 
 def _head(path: Path) -> tuple[dict, str, str]:
@@ -155,12 +151,12 @@ def _head(path: Path) -> tuple[dict, str, str]:
     for rec in peek_jsonl(path, limit=400):
         t = rec.get("type")
         data = _d(rec.get("data"))
-        ts = ts or _s(rec.get("timestamp"))
+        ts = ts or as_str(rec.get("timestamp"))
         if t == "session.start" and not start:
             start = data
-            ts = _s(rec.get("timestamp")) or ts
+            ts = as_str(rec.get("timestamp")) or ts
         elif t == "user.message" and not title and not _agent_of(rec) and _is_prompt(data):
-            title = title_of(prompt_text(_s(data.get("content"))))
+            title = title_of(prompt_text(as_str(data.get("content"))))
         if start and title:
             break
     return start, ts, title
@@ -170,14 +166,14 @@ def open_file(ctx: ImportContext, path: Path) -> EventsFile:
     """The session an events.jsonl starts, ready to be fed its lines (`run`, or `feed` a line
     at a time: `ctx import --follow`)."""
     start, ts, title = _head(path)
-    sid = _s(start.get("sessionId"))
+    sid = as_str(start.get("sessionId"))
     if not sid:
         sid = path.parent.name if path.name == "events.jsonl" else path.stem
-    cwd = _s(_d(start.get("context")).get("cwd"))
+    cwd = as_str(_d(start.get("context")).get("cwd"))
     origin: dict[str, Any] = {"format": FMT, "id": sid}
     if isinstance(start.get("copilotVersion"), str):
         origin["copilot_version"] = start["copilotVersion"]
-    parent_src = _s(start.get("detachedFromSpawningParentSessionId"))
+    parent_src = as_str(start.get("detachedFromSpawningParentSessionId"))
     parent = ""
     if parent_src:
         origin["parent_id"] = parent_src
@@ -186,7 +182,7 @@ def open_file(ctx: ImportContext, path: Path) -> EventsFile:
             ctx.report.notes.append(f"{path.name}: continues session {parent_src}, not imported; "
                                     f"link kept in the session origin only")
     b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=sid,
-                       ts=_s(start.get("startTime")) or ts, nonce=sid, origin=origin,
+                       ts=as_str(start.get("startTime")) or ts, nonce=sid, origin=origin,
                        kind="fork" if parent_src else "main", title=title, cwd=cwd,
                        parent_session=parent)
     return EventsFile(b)
@@ -247,7 +243,7 @@ class EventsFile:
         if t == "tool.execution_complete" or (isinstance(t, str) and t.startswith("subagent.")):
             # a result goes where its call is; a sub-agent's start and end are the spawning
             # agent's events (Copilot writes subagent.started before the task call itself)
-            call = self.calls.get(_s(data.get("toolCallId")))
+            call = self.calls.get(as_str(data.get("toolCallId")))
             if call is not None:
                 return call[0]
             if t != "tool.execution_complete":
@@ -263,14 +259,14 @@ class EventsFile:
         parent = call[0] if call is not None else main
         args = call[3] if call is not None and isinstance(call[3], dict) else {}
         data = _d(rec.get("data"))
-        title = (_s(args.get("description")) or _s(data.get("agentDisplayName"))
-                 or title_of(prompt_text(_s(args.get("prompt")))) or agent)
+        title = (as_str(args.get("description")) or as_str(data.get("agentDisplayName"))
+                 or title_of(prompt_text(as_str(args.get("prompt")))) or agent)
         if call is None:
             main.ctx.report.notes.append(f"{main.file}: sub-agent {agent} has no matching task "
                                          f"call; linked to its session only")
         child = SessionBuilder(
             main.ctx, fmt=FMT, file=main.file, source_id=main.source_id,
-            ts=_s(rec.get("timestamp")) or main.last_ts, nonce=f"{main.source_id}/agent/{agent}",
+            ts=as_str(rec.get("timestamp")) or main.last_ts, nonce=f"{main.source_id}/agent/{agent}",
             origin={"format": FMT, "id": main.source_id, "agent_id": agent, "layout": "inline",
                     **({"agent_name": data["agentName"]} if isinstance(data.get("agentName"), str)
                        else {})},
@@ -289,7 +285,7 @@ class EventsFile:
         b = self.builder_for(rec)
         t = rec.get("type")
         data = _d(rec.get("data"))
-        eid = _s(rec.get("id"))
+        eid = as_str(rec.get("id"))
         if b is self.main and eid:
             self.before.setdefault(eid, (b.tip, b.tip_gen))
         b.begin(n, rec, text)
@@ -300,7 +296,7 @@ class EventsFile:
             # Copilot CLI's own prompt (its tools, its rules: ~25 KB): kept and exported, but
             # a custom message, not a system segment every rebuilt context must carry (Codex's
             # base instructions and Claude Code's system prompt are not replayed either)
-            content = _s(data.get("content"))
+            content = as_str(data.get("content"))
             meta = {f"copilot_{k}": data[k] for k in ("role", "name") if isinstance(data.get(k), str)}
             mid = b.message("custom", [TextBlock(content)], meta=meta)
             b.append("MessageAdded", "system", {"role": "custom", "text": preview(content),
@@ -328,18 +324,18 @@ class EventsFile:
             elif t == "session.title_changed" and isinstance(data.get("title"), str):
                 payload["title"] = preview(data["title"])
             elif t in ("subagent.started", "subagent.completed", "subagent.failed"):
-                payload["tool_call_id"] = _s(data.get("toolCallId"))
+                payload["tool_call_id"] = as_str(data.get("toolCallId"))
             b.append(f"{FMT}:{t if isinstance(t, str) and t else 'unknown'}", "system", payload,
                      ts=ts)
             if t == "session.snapshot_rewind" and b is self.main:
-                back = self.before.get(_s(data.get("upToEventId")))
+                back = self.before.get(as_str(data.get("upToEventId")))
                 if back is not None:  # that event and all after it were dropped: a new line
-                    hint = _s(data.get("upToEventId"))[:8]
+                    hint = as_str(data.get("upToEventId"))[:8]
                     b.lines[b.cur][2] = b.lines[b.cur][2] or hint  # the line left behind
                     b.fork(back[0], back[1], hint)
 
     def user(self, b: SessionBuilder, data: dict, ts: str) -> None:
-        content = _s(data.get("content"))
+        content = as_str(data.get("content"))
         meta = {k: data[k] for k in ("source", "interactionId") if isinstance(data.get(k), str)}
         if _is_prompt(data) and prompt_text(content):
             mid = b.message("user", [TextBlock(content)], meta=meta)
@@ -352,44 +348,44 @@ class EventsFile:
 
     def assistant(self, b: SessionBuilder, data: dict, ts: str) -> None:
         blocks: list = []
-        reasoning, opaque = _s(data.get("reasoningText")), _s(data.get("reasoningOpaque"))
+        reasoning, opaque = as_str(data.get("reasoningText")), as_str(data.get("reasoningOpaque"))
         if reasoning or opaque:
             blocks.append(ThinkingBlock(reasoning, opaque))
-        content = _s(data.get("content"))
+        content = as_str(data.get("content"))
         if content:
             blocks.append(TextBlock(content))
         requests = [r for r in data.get("toolRequests") or [] if isinstance(r, dict)
                     and isinstance(r.get("toolCallId"), str) and r["toolCallId"]]
         for r in requests:
-            blocks.append(ToolCallBlock(r["toolCallId"], _s(r.get("name")),
+            blocks.append(ToolCallBlock(r["toolCallId"], as_str(r.get("name")),
                                         r.get("arguments") if r.get("arguments") is not None else {}))
-        model = _s(data.get("model")) or self.model
+        model = as_str(data.get("model")) or self.model
         meta = {k: data[k] for k in ("messageId", "model", "apiCallId", "requestId", "turnId")
                 if isinstance(data.get(k), str)}
         mid = b.message("assistant", blocks, meta=meta)
         payload: dict[str, Any] = {"text": preview(content)}
         if model:
             payload["model"] = model
-        key = _s(data.get("apiCallId")) or _s(data.get("messageId"))
+        key = as_str(data.get("apiCallId")) or as_str(data.get("messageId"))
         if key:
             payload["response_id"] = key
         if "outputTokens" in data and isinstance(data["outputTokens"], (int, float)) \
                 and not isinstance(data["outputTokens"], bool):
-            out = _int(data["outputTokens"])
+            out = as_int(data["outputTokens"])
             payload["usage"] = {"input_tokens": 0, "output_tokens": out}
             skey = key or f"{b.sid}:{b.stats.records}"
             self.streamed.pop(skey, None)
             self.streamed[skey] = (model, out)
         b.append("ModelResponseReceived", "model", payload, {"message_id": mid}, ts)
         for r in requests:
-            tcid, name = r["toolCallId"], _s(r.get("name"))
+            tcid, name = r["toolCallId"], as_str(r.get("name"))
             args = r.get("arguments") if r.get("arguments") is not None else {}
             eid = b.append("ToolCallRequested", "model", tool_requested_payload(tcid, name, args),
                            {"tool_call_id": tcid, "message_id": mid}, ts)
             self.calls[tcid] = (b, eid, name, args)
 
     def started(self, b: SessionBuilder, data: dict, ts: str) -> None:
-        tcid, name = _s(data.get("toolCallId")), _s(data.get("toolName"))
+        tcid, name = as_str(data.get("toolCallId")), as_str(data.get("toolName"))
         if not tcid or tcid in self.calls:
             b.append(f"{FMT}:tool.execution_start", "system",
                      {"tool_call_id": tcid, "name": name}, ts=ts)
@@ -404,7 +400,7 @@ class EventsFile:
         self.calls[tcid] = (b, eid, name, args)
 
     def completed(self, b: SessionBuilder, data: dict, n: int, ts: str) -> None:
-        tcid = _s(data.get("toolCallId"))
+        tcid = as_str(data.get("toolCallId"))
         call = self.calls.get(tcid)
         if call is None:
             b.ctx.warn(b.file, n, f"tool result without its call (toolCallId {tcid!r})")
@@ -414,20 +410,20 @@ class EventsFile:
         ok = data.get("success") is True
         result, error = _d(data.get("result")), data.get("error")
         if ok or result:
-            text = _s(result.get("content")) or _s(result.get("detailedContent"))
+            text = as_str(result.get("content")) or as_str(result.get("detailedContent"))
         else:
             text = ""
         if not ok:
-            msg = _s(error.get("message")) if isinstance(error, dict) else _s(error)
+            msg = as_str(error.get("message")) if isinstance(error, dict) else as_str(error)
             text = msg or text or "failed"
         b.tool_result(tcid, name, requested, text, not ok, ts)
 
     def compacted(self, b: SessionBuilder, data: dict, ts: str) -> None:
-        summary = _s(data.get("summaryContent"))
+        summary = as_str(data.get("summaryContent"))
         mid = b.message("summary", [TextBlock(summary)], meta={"kind": "compaction"})
         extra = {k: data[k] for k in ("trigger", "checkpointNumber", "messagesRemoved")
                  if isinstance(data.get(k), (str, int)) and not isinstance(data.get(k), bool)}
-        b.compaction(summary, b.tip, ts, tokens_before=_int(data.get("preCompactionTokens")),
+        b.compaction(summary, b.tip, ts, tokens_before=as_int(data.get("preCompactionTokens")),
                      extra=extra, message_id=mid)
 
     def shutdown(self, b: SessionBuilder, data: dict, ts: str) -> None:
@@ -445,10 +441,10 @@ class EventsFile:
         for i, model in enumerate(models):
             usage = _d(metrics[model].get("usage"))
             r = self.running
-            r["input"] += _int(usage.get("inputTokens"))
-            r["cached"] += _int(usage.get("cacheReadTokens"))
-            r["written"] += _int(usage.get("cacheWriteTokens"))
-            rest = _int(usage.get("outputTokens")) - streamed_by.get(model, 0)
+            r["input"] += as_int(usage.get("inputTokens"))
+            r["cached"] += as_int(usage.get("cacheReadTokens"))
+            r["written"] += as_int(usage.get("cacheWriteTokens"))
+            rest = as_int(usage.get("outputTokens")) - streamed_by.get(model, 0)
             if i == len(models) - 1:
                 rest -= stray  # streamed under a name the metrics do not use
             r["output"] += rest
@@ -456,13 +452,13 @@ class EventsFile:
                 "input_tokens": r["input"], "cached_input_tokens": r["cached"],
                 "cache_write_input_tokens": r["written"], "output_tokens": r["output"]}}
             if first:
-                payload["subtype"] = _s(data.get("shutdownType"))
+                payload["subtype"] = as_str(data.get("shutdownType"))
                 b.append(f"{FMT}:session.shutdown", "system", payload, ts=ts)
                 first = False
             else:
                 b.append(f"{FMT}:usage", "system", payload, ts=ts)
         if first:
             b.append(f"{FMT}:session.shutdown", "system",
-                     {"subtype": _s(data.get("shutdownType"))}, ts=ts)
+                     {"subtype": as_str(data.get("shutdownType"))}, ts=ts)
         for child in self.children.values():  # the process ended: its sub-agents with it
             child.append(f"{FMT}:session.shutdown", "system", {"from_parent": True}, ts=ts)

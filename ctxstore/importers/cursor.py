@@ -42,6 +42,8 @@ from .common import (
     MALFORMED,
     ImportContext,
     SessionBuilder,
+    as_int,
+    as_str,
     iter_jsonl,
     peek_jsonl,
     preview,
@@ -233,16 +235,13 @@ def _iso_ms(value: Any) -> str:
     return ""
 
 
-def _s(v: Any) -> str:
-    return v if isinstance(v, str) else ""
-
 
 def _texts(content: Any, kinds: tuple[str, ...] = ("text",)) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         return ""
-    return "\n".join(_s(c.get("text")) for c in content
+    return "\n".join(as_str(c.get("text")) for c in content
                      if isinstance(c, dict) and c.get("type") in kinds)
 
 
@@ -284,7 +283,7 @@ def _result_text(result: Any) -> str:
     if isinstance(result, str):
         return result
     if isinstance(result, list):
-        parts = [_s(c.get("text")) if isinstance(c, dict) else str(c) for c in result]
+        parts = [as_str(c.get("text")) if isinstance(c, dict) else str(c) for c in result]
         if all(isinstance(c, dict) and c.get("type") == "text" for c in result):
             return "\n".join(parts)
     return json.dumps(result, ensure_ascii=False)
@@ -395,7 +394,7 @@ class _Transcript:
     def user(self, n: int, content: Any) -> None:
         b = self.b
         blocks = _content_list(content)
-        texts = [TextBlock(_s(c.get("text"))) for c in blocks
+        texts = [TextBlock(as_str(c.get("text"))) for c in blocks
                  if isinstance(c, dict) and c.get("type") == "text"]
         results = [c for c in blocks if isinstance(c, dict)
                    and c.get("type") in ("tool_result", "tool-result")]
@@ -406,9 +405,9 @@ class _Transcript:
 
     def result(self, n: int, c: dict) -> None:
         b = self.b
-        tcid = _s(c.get("tool_use_id")) or _s(c.get("toolCallId"))
+        tcid = as_str(c.get("tool_use_id")) or as_str(c.get("toolCallId"))
         if not tcid:  # results without ids answer the oldest open call of their tool
-            name = _s(c.get("name"))
+            name = as_str(c.get("name"))
             tcid = next((k for k, (_e, nm) in self.open.items() if not name or nm == name), "")
         call = self.open.pop(tcid, None)
         if call is None:
@@ -426,13 +425,13 @@ class _Transcript:
                 continue
             t = c.get("type")
             if t == "text":
-                blocks.append(TextBlock(_s(c.get("text"))))
+                blocks.append(TextBlock(as_str(c.get("text"))))
             elif t in ("thinking", "reasoning"):
-                blocks.append(ThinkingBlock(_s(c.get("thinking")) or _s(c.get("text")),
-                                            _s(c.get("signature"))))
+                blocks.append(ThinkingBlock(as_str(c.get("thinking")) or as_str(c.get("text")),
+                                            as_str(c.get("signature"))))
             elif t in ("tool_use", "tool-use", "tool_call", "tool-call"):
-                tcid = _s(c.get("id")) or _s(c.get("toolCallId")) or f"cursor-{n}-{k}"
-                name = _s(c.get("name")) or _s(c.get("toolName")) or _s(c.get("tool"))
+                tcid = as_str(c.get("id")) or as_str(c.get("toolCallId")) or f"cursor-{n}-{k}"
+                name = as_str(c.get("name")) or as_str(c.get("toolName")) or as_str(c.get("tool"))
                 args = c.get("input") if "input" in c else c.get("args", {})
                 blocks.append(ToolCallBlock(tcid, name, args if args is not None else {}))
             elif isinstance(c.get("text"), str):
@@ -456,7 +455,7 @@ class _Transcript:
         while len(self.open) > OPEN_CALLS:  # Cursor writes no results: keep the newest calls
             del self.open[next(iter(self.open))]
         if blk.name in ("Task", "task", "task_v2", "Agent") and isinstance(blk.args, Mapping):
-            prompt = title_of(prompt_text(_s(blk.args.get("prompt"))))
+            prompt = title_of(prompt_text(as_str(blk.args.get("prompt"))))
             if prompt:
                 self.ctx.task_prompts.setdefault((self.sid, prompt), []).append(eid)
 
@@ -487,7 +486,7 @@ def _import_dump(ctx: ImportContext, path: Path) -> None:
 
 def _composer_id(doc: dict) -> str:
     data, head = doc.get("data") or {}, doc.get("head") or {}
-    return _s(data.get("composerId")) or _s(head.get("composerId") if isinstance(head, dict) else "")
+    return as_str(data.get("composerId")) or as_str(head.get("composerId") if isinstance(head, dict) else "")
 
 
 def _content_ids(bubble: Any) -> list[str]:
@@ -515,13 +514,13 @@ class _Composer:
         bubbles = doc.get("bubbles") if isinstance(doc.get("bubbles"), list) else []
         self.inline = not bubbles and isinstance(data.get("conversation"), list)
         self.bubbles = data["conversation"] if self.inline else bubbles
-        name = _s(data.get("name")) or _s(head.get("name"))
+        name = as_str(data.get("name")) or as_str(head.get("name"))
         title = name if name.strip() not in _PLACEHOLDER_NAMES else ""
-        title = title or _first_title(_s(x.get("text")) for x in self.bubbles
+        title = title or _first_title(as_str(x.get("text")) for x in self.bubbles
                                       if isinstance(x, dict) and x.get("type") == 1)
         ws = head.get("workspaceIdentifier") if isinstance(head.get("workspaceIdentifier"), dict) else {}
         uri = ws.get("uri") if isinstance(ws.get("uri"), dict) else {}
-        cwd = _s(uri.get("fsPath")) or _s(uri.get("path"))
+        cwd = as_str(uri.get("fsPath")) or as_str(uri.get("path"))
         origin: dict[str, Any] = {"format": FMT, "id": cid, "store": store, "agent_id": "composer"}
         if parent_cid:
             origin["parent_id"] = parent_cid
@@ -558,7 +557,7 @@ class _Composer:
             return
         ts = b.ts(bub.get("createdAt")) if isinstance(bub.get("createdAt"), str) \
             else b.ts(_iso_ms(bub.get("createdAt")))
-        text = _s(bub.get("text"))
+        text = as_str(bub.get("text"))
         meta = {"bubble_id": bub["bubbleId"]} if isinstance(bub.get("bubbleId"), str) else {}
         if bub.get("type") == 1:
             _user(b, [TextBlock(text)], text, ts, meta)
@@ -569,16 +568,16 @@ class _Composer:
             return
         blocks: list = []
         th = bub.get("thinking")
-        if isinstance(th, dict) and _s(th.get("text")):
-            blocks.append(ThinkingBlock(th["text"], _s(th.get("signature"))))
+        if isinstance(th, dict) and as_str(th.get("text")):
+            blocks.append(ThinkingBlock(th["text"], as_str(th.get("signature"))))
         if text:
             blocks.append(TextBlock(text))
         tf = bub.get("toolFormerData") if isinstance(bub.get("toolFormerData"), dict) else None
         call = None
-        if tf is not None and (_s(tf.get("name")) or tf.get("params") is not None):
-            tcid = _s(tf.get("toolCallId")) or _s(tf.get("modelCallId")) or \
-                _s(bub.get("bubbleId")) or f"cursor-bubble-{i}"
-            call = ToolCallBlock(tcid, _s(tf.get("name")) or str(tf.get("tool", "")), _args(tf.get("params")))
+        if tf is not None and (as_str(tf.get("name")) or tf.get("params") is not None):
+            tcid = as_str(tf.get("toolCallId")) or as_str(tf.get("modelCallId")) or \
+                as_str(bub.get("bubbleId")) or f"cursor-bubble-{i}"
+            call = ToolCallBlock(tcid, as_str(tf.get("name")) or str(tf.get("tool", "")), _args(tf.get("params")))
             blocks.append(call)
         if not blocks:
             _bookkeeping(b, "bubble", {"type": "2"}, ts)
@@ -590,7 +589,7 @@ class _Composer:
             payload["model"] = mi["modelName"]
         tc = bub.get("tokenCount")
         if isinstance(tc, dict):
-            inp, out = _int(tc.get("inputTokens")), _int(tc.get("outputTokens"))
+            inp, out = as_int(tc.get("inputTokens")), as_int(tc.get("outputTokens"))
             if inp or out:
                 payload["usage"] = {"input_tokens": inp, "cached_input_tokens": 0,
                                     "output_tokens": out}
@@ -611,7 +610,7 @@ class _Composer:
             child = ad["subagentComposerId"]
         if child:
             self.ctx.agent_spawns[(self.cid, child)] = eid
-        status = _s(tf.get("status")).lower()
+        status = as_str(tf.get("status")).lower()
         result = tf.get("result")
         if status in _FAILED:
             b.tool_result(call.tool_call_id, call.name, eid,
@@ -619,9 +618,6 @@ class _Composer:
         elif status in _DONE or result is not None:
             b.tool_result(call.tool_call_id, call.name, eid, _result_text(result), False, ts)
 
-
-def _int(v: Any) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else 0
 
 
 def _db_error(path: Path, exc: sqlite3.Error) -> Exception:
@@ -743,8 +739,8 @@ def _read_composer(ctx: ImportContext, path: Path, con: sqlite3.Connection, cid:
             if isinstance(bid, str) and bid in rows:
                 bubbles.append(_bubble_value(ctx, path, cid, bid, rows.pop(bid)))
         leftovers = [_bubble_value(ctx, path, cid, bid, v) for bid, v in rows.items()]
-        leftovers.sort(key=lambda x: (_s(x.get("createdAt")) if isinstance(x, dict) else "",
-                                      _s(x.get("bubbleId")) if isinstance(x, dict) else ""))
+        leftovers.sort(key=lambda x: (as_str(x.get("createdAt")) if isinstance(x, dict) else "",
+                                      as_str(x.get("bubbleId")) if isinstance(x, dict) else ""))
         bubbles += leftovers
         if not bubbles and not data.get("conversation"):
             return None
@@ -933,12 +929,12 @@ class _ChatStore:
         self.metas = metas
         meta = _meta_json(metas[0][1]) if metas and str(metas[0][0]) == "0" else {}
         self.meta = meta
-        sid = _s(meta.get("agentId")) or path.parent.name
-        self.root = _s(meta.get("latestRootBlobId"))
+        sid = as_str(meta.get("agentId")) or path.parent.name
+        self.root = as_str(meta.get("latestRootBlobId"))
         self.order, self.missing = walk_blobs(blobs, self.root)
         reached = set(self.order)
         self.unreached = sorted(k for k in blobs if k not in reached)
-        name = _s(meta.get("name"))
+        name = as_str(meta.get("name"))
         title = name if name.strip() not in _PLACEHOLDER_NAMES else ""
         if not title:
             title = _first_title(_texts(m.get("content")) for m in self.messages_of_order()
@@ -1016,7 +1012,7 @@ class _ChatStore:
         role = m.get("role")
         content = m.get("content")
         if role == "user":
-            blocks = [TextBlock(_s(c.get("text"))) for c in _content_list(content)
+            blocks = [TextBlock(as_str(c.get("text"))) for c in _content_list(content)
                       if isinstance(c, dict) and c.get("type") == "text"]
             _user(b, blocks, "\n".join(x.text for x in blocks), b.last_ts)
         elif role == "assistant":
@@ -1031,14 +1027,14 @@ class _ChatStore:
                 if isinstance(po, dict) and isinstance(po.get("modelName"), str):
                     model = po["modelName"]
                 if t == "text":
-                    blocks.append(TextBlock(_s(c.get("text"))))
+                    blocks.append(TextBlock(as_str(c.get("text"))))
                 elif t in ("reasoning", "thinking"):
-                    blocks.append(ThinkingBlock(_s(c.get("text")) or _s(c.get("thinking")),
-                                                _s(c.get("signature"))))
+                    blocks.append(ThinkingBlock(as_str(c.get("text")) or as_str(c.get("thinking")),
+                                                as_str(c.get("signature"))))
                 elif t in ("tool-call", "tool_call", "tool_use"):
-                    tcid = _s(c.get("toolCallId")) or _s(c.get("id")) or f"cursor-call-{len(self.calls)}"
+                    tcid = as_str(c.get("toolCallId")) or as_str(c.get("id")) or f"cursor-call-{len(self.calls)}"
                     args = c.get("args") if "args" in c else c.get("input", {})
-                    blocks.append(ToolCallBlock(tcid, _s(c.get("toolName")) or _s(c.get("name")),
+                    blocks.append(ToolCallBlock(tcid, as_str(c.get("toolName")) or as_str(c.get("name")),
                                                 args if args is not None else {}))
             text = "\n".join(x.text for x in blocks if isinstance(x, TextBlock))
             mid = b.message("assistant", blocks)
@@ -1059,7 +1055,7 @@ class _ChatStore:
             if not results:
                 _bookkeeping(b, "tool", {}, actor="tool")
             for c in results:
-                tcid = _s(c.get("toolCallId")) or _s(c.get("tool_use_id")) or _s(m.get("id"))
+                tcid = as_str(c.get("toolCallId")) or as_str(c.get("tool_use_id")) or as_str(m.get("id"))
                 call = self.calls.pop(tcid, None)
                 if call is None:
                     b.ctx.warn(b.file, self.line, f"tool result without its call ({tcid or 'no id'})")

@@ -45,10 +45,12 @@ from .common import (
     MALFORMED,
     ImportContext,
     SessionBuilder,
+    as_int,
     iter_jsonl,
     peek_jsonl,
     preview,
     tool_requested_payload,
+    usage_payload,
 )
 
 FMT = "gemini"
@@ -261,13 +263,9 @@ def _usage(tokens: Any) -> dict | None:
     of a message's `tokens` (Gemini's promptTokenCount already includes the cached part)."""
     if not isinstance(tokens, dict):
         return None
-
-    def n(key: str) -> int:
-        v = tokens.get(key)
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-
-    return {"input_tokens": n("input"), "cached_input_tokens": n("cached"),
-            "output_tokens": n("output") + n("thoughts")}
+    n = tokens.get
+    return usage_payload(as_int(n("input")), as_int(n("cached")),
+                         as_int(n("output")) + as_int(n("thoughts")))
 
 
 def _first_title(messages) -> str:

@@ -48,7 +48,7 @@ from .. import jsonparse
 from ..errors import InvalidInput
 from ..objects import TextBlock, ThinkingBlock, ToolCallBlock
 from ..state.prompts import prompt_text, title_of
-from .common import ImportContext, SessionBuilder, preview, tool_requested_payload
+from .common import ImportContext, SessionBuilder, as_str, preview, tool_requested_payload
 from .sqlitesource import connect_read_only, db_error, is_locked
 
 FMT = "opencode"
@@ -366,7 +366,7 @@ class _Tree:
 def _import_storage(ctx: ImportContext, root: Path) -> None:
     tree = _Tree(ctx, root)
     skipped = 0
-    for ses in _parents_first(tree.sessions(), lambda s: _str(s.info.get("parentID"))):
+    for ses in _parents_first(tree.sessions(), lambda s: as_str(s.info.get("parentID"))):
         prev = ctx.find_session(FMT, ses.id)
         if prev and ctx.repo.session(prev).origin.get("source") == "db":
             skipped += 1  # OpenCode migrated it into its database, which is imported instead
@@ -548,7 +548,7 @@ def _import_db(ctx: ImportContext, path: Path) -> None:
         if stray:
             ctx.warn(path.name, 0, f"{stray} message row(s) of no listed session; not imported")
         listed = [Ses(str(row.get("id")), session_info(row), rec) for row, rec in db.sessions()]
-        for ses in _parents_first(listed, lambda s: _str(s.info.get("parentID"))):
+        for ses in _parents_first(listed, lambda s: as_str(s.info.get("parentID"))):
             db.load(ses)
             _SessionImport(ctx, path.name, ses, "db").run()
     finally:
@@ -572,7 +572,7 @@ def _import_export(ctx: ImportContext, path: Path) -> None:
         raise InvalidInput(f"{path}: not an `opencode export` document ({{info, messages}})")
     info = doc["info"]
     head = {k: v for k, v in doc.items() if k != "messages"}
-    sid = _str(info.get("id")) or path.stem
+    sid = as_str(info.get("id")) or path.stem
     ses = Ses(sid, info, Rec(head, _dumps(head), 0, path.name))
     for i, m in enumerate(doc.get("messages") or [], 1):
         if not isinstance(m, dict) or not isinstance(m.get("info"), dict):
@@ -612,9 +612,6 @@ def _parents_first(sessions: list, parent_of: Callable[[Any], str]) -> list:
 def line_base(session_id: str) -> int:
     return zlib.crc32(session_id.encode("utf-8", "surrogatepass")) << LINE_BITS
 
-
-def _str(v: Any) -> str:
-    return v if isinstance(v, str) else ""
 
 
 def _num(v: Any) -> int:
@@ -672,8 +669,8 @@ def usage_of(tokens: Mapping, cost: Any) -> dict[str, Any]:
 def _model(info: Mapping) -> str:
     m = info.get("model")
     if isinstance(m, Mapping):
-        return _str(m.get("modelID")) or _str(m.get("id"))
-    return _str(info.get("modelID"))
+        return as_str(m.get("modelID")) or as_str(m.get("id"))
+    return as_str(info.get("modelID"))
 
 
 def _stop(info: Mapping) -> str:
@@ -681,7 +678,7 @@ def _stop(info: Mapping) -> str:
     err = info.get("error")
     if not err:
         return ""
-    name = _str(err.get("name")) if isinstance(err, Mapping) else ""
+    name = as_str(err.get("name")) if isinstance(err, Mapping) else ""
     return "aborted" if "Abort" in name else "error"
 
 
@@ -701,7 +698,7 @@ def _first_prompt(messages: list[Msg]) -> str:
         for p, _rec in m.parts:
             if isinstance(p, dict) and p.get("type") == "text" and not p.get("synthetic") \
                     and not p.get("ignored"):
-                title = title_of(prompt_text(_str(p.get("text"))))
+                title = title_of(prompt_text(as_str(p.get("text"))))
                 if title:
                     return title
     return ""
@@ -730,12 +727,12 @@ class _SessionImport:
 
     def _builder(self) -> SessionBuilder:
         ctx, info, sid = self.ctx, self.ses.info, self.ses.id
-        parent_id = _str(info.get("parentID"))
+        parent_id = as_str(info.get("parentID"))
         origin: dict[str, Any] = {"format": FMT, "id": sid, "source": self.source}
         for key, k in (("project", "projectID"), ("version", "version"), ("parent_id", "parentID")):
-            if _str(info.get(k)):
+            if as_str(info.get(k)):
                 origin[key] = info[k]
-        title = _str(info.get("title")).strip()
+        title = as_str(info.get("title")).strip()
         if not title or _DEFAULT_TITLE.match(title):
             title = _first_prompt(self.ses.messages)
         prev = ctx.find_session(FMT, sid)
@@ -752,7 +749,7 @@ class _SessionImport:
                               kind="subagent" if parent_id else "main", title=title,
                               parent_session=parent,
                               spawn_event=ctx.agent_spawns.get((parent_id, sid), "") if parent else "",
-                              cwd=_str(info.get("directory")))
+                              cwd=as_str(info.get("directory")))
 
     def run(self) -> None:
         """Messages in order, each one's parts before its own record (an assistant message is
@@ -791,7 +788,7 @@ class _SessionImport:
                 begin_part: Callable[[int], None]) -> None:
         b, info = self.b, msg.info
         role = info.get("role")
-        mid = _str(info.get("id"))
+        mid = as_str(info.get("id"))
         if mid:
             self.before[mid] = b.tip
         ts = b.ts(_time(info, "created"))
@@ -826,7 +823,7 @@ class _SessionImport:
             payload["model"] = _model(info)
         if info.get("error"):
             err = info["error"]
-            payload["error"] = _str(err.get("name")) if isinstance(err, Mapping) else "error"
+            payload["error"] = as_str(err.get("name")) if isinstance(err, Mapping) else "error"
         b.append(f"{FMT}:message", "system", payload, ts=done)
 
     def _loc(self, rec: Rec | None) -> tuple[str, int]:
@@ -848,11 +845,11 @@ class _SessionImport:
             return
         t = p.get("type")
         ts = b.ts(_time(p, "start", "created", "end") or ts)
-        meta = {k: v for k, v in (("message", _str(info.get("id"))), ("part", _str(p.get("id"))))
+        meta = {k: v for k, v in (("message", as_str(info.get("id"))), ("part", as_str(p.get("id"))))
                 if v}
         model = _model(info)
         if t == "text":
-            text = _str(p.get("text"))
+            text = as_str(p.get("text"))
             if info.get("role") == "user":
                 mid = b.message("user", [TextBlock(text)], meta=meta)
                 if p.get("synthetic") or p.get("ignored"):
@@ -866,7 +863,7 @@ class _SessionImport:
             payload = {"text": preview(text), **({"model": model} if model else {})}
             b.append("ModelResponseReceived", "model", payload, {"message_id": mid}, ts)
         elif t == "reasoning":
-            mid = b.message("assistant", [ThinkingBlock(_str(p.get("text")), "")],
+            mid = b.message("assistant", [ThinkingBlock(as_str(p.get("text")), "")],
                             meta={**meta, "model": model})
             payload = {"text": "", "kind": "reasoning", **({"model": model} if model else {})}
             b.append("ModelResponseReceived", "model", payload, {"message_id": mid}, ts)
@@ -875,22 +872,22 @@ class _SessionImport:
         elif t == "step-finish":
             if has_tokens(p.get("tokens")):
                 payload = {"usage": usage_of(p["tokens"], p.get("cost")), "response_id":
-                           _str(p.get("id")) or _str(info.get("id")), "text": ""}
+                           as_str(p.get("id")) or as_str(info.get("id")), "text": ""}
                 if model:
                     payload["model"] = model
-                if _str(p.get("reason")):
+                if as_str(p.get("reason")):
                     payload["finish"] = p["reason"]
                 b.append("ModelResponseReceived", "model", payload, {}, ts)
             else:
                 b.append(f"{FMT}:step-finish", "system",
-                         {"reason": p["reason"]} if _str(p.get("reason")) else {}, ts=ts)
+                         {"reason": p["reason"]} if as_str(p.get("reason")) else {}, ts=ts)
         elif t in BOOKKEEPING:
             payload = {k: p[k] for k in BOOKKEEPING[t] if isinstance(p.get(k), (str, int, bool))}
             if t == "patch" and isinstance(p.get("files"), list):
                 payload["files"] = [f for f in p["files"][:50] if isinstance(f, str)]
             if t == "compaction":
-                self.compacting = _Pending(self.before.get(_str(info.get("id")), b.tip),
-                                           _str(p.get("tail_start_id")), bool(p.get("auto")))
+                self.compacting = _Pending(self.before.get(as_str(info.get("id")), b.tip),
+                                           as_str(p.get("tail_start_id")), bool(p.get("auto")))
             b.append(f"{FMT}:{t}", "system", payload, ts=ts)
         else:
             name = t if isinstance(t, str) and t else "unknown"
@@ -900,8 +897,8 @@ class _SessionImport:
 
     def tool(self, info: Mapping, p: dict, meta: dict, ts: str) -> None:
         b = self.b
-        name = _str(p.get("tool")) or "unknown"
-        tcid = _str(p.get("callID")) or _str(p.get("id"))
+        name = as_str(p.get("tool")) or "unknown"
+        tcid = as_str(p.get("callID")) or as_str(p.get("id"))
         state = p.get("state") if isinstance(p.get("state"), Mapping) else {}
         args = state.get("input") if isinstance(state.get("input"), Mapping) else {}
         mid = b.message("assistant", [ToolCallBlock(tcid, name, args)],
@@ -916,7 +913,7 @@ class _SessionImport:
         eid = b.append("ToolCallRequested", "model", tool_requested_payload(tcid, name, args),
                        {"tool_call_id": tcid, "message_id": mid}, start)
         meta_state = state.get("metadata") if isinstance(state.get("metadata"), Mapping) else {}
-        child = _str(meta_state.get("sessionId"))
+        child = as_str(meta_state.get("sessionId"))
         if name == "task" and child:
             self.ctx.agent_spawns[(self.ses.id, child)] = eid
         status = state.get("status")
@@ -926,19 +923,19 @@ class _SessionImport:
                                      f"its output (or error) taken as the result")
         if status == "error" or (status not in TOOL_STATUSES and isinstance(state.get("error"), str)
                                  and not isinstance(state.get("output"), str)):
-            b.tool_result(tcid, name, eid, _str(state.get("error")), True, end)
+            b.tool_result(tcid, name, eid, as_str(state.get("error")), True, end)
         elif status == "completed" or (status not in TOOL_STATUSES
                                        and isinstance(state.get("output"), str)):
-            b.tool_result(tcid, name, eid, _str(state.get("output")), False, end)
+            b.tool_result(tcid, name, eid, as_str(state.get("output")), False, end)
 
     def compaction(self, msg: Msg, texts: list[int], ts: str) -> None:
         """The last text part of a summary message: the compaction OpenCode completed."""
         b, info = self.b, msg.info
-        summary = "\n\n".join(_str(msg.parts[j][0].get("text")) for j in texts)
+        summary = "\n\n".join(as_str(msg.parts[j][0].get("text")) for j in texts)
         mid = b.message("summary", [TextBlock(summary)],
-                        meta={"message": _str(info.get("id")), "opencode_summary": True})
+                        meta={"message": as_str(info.get("id")), "opencode_summary": True})
         pending, self.compacting = self.compacting, None
-        upto = pending.upto if pending else self.before.get(_str(info.get("id")), b.tip)
+        upto = pending.upto if pending else self.before.get(as_str(info.get("id")), b.tip)
         kept, source = "", None
         if pending and pending.tail and pending.tail in self.before:
             kept = self._first_after(self.before[pending.tail])

@@ -40,10 +40,12 @@ from .common import (
     MALFORMED,
     ImportContext,
     SessionBuilder,
+    as_int,
     iter_jsonl,
     peek_jsonl,
     preview,
     tool_requested_payload,
+    usage_payload,
 )
 
 FMT = "qwen"
@@ -136,13 +138,9 @@ def user_text(rec: Mapping) -> str:
 def _usage(meta: Any) -> dict[str, int] | None:
     if not isinstance(meta, Mapping):
         return None
-
-    def n(k: str) -> int:
-        v = meta.get(k)
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-
-    return {"input_tokens": n("promptTokenCount"), "cached_input_tokens": n("cachedContentTokenCount"),
-            "output_tokens": n("candidatesTokenCount") + n("thoughtsTokenCount")}
+    n = meta.get
+    return usage_payload(as_int(n("promptTokenCount")), as_int(n("cachedContentTokenCount")),
+                         as_int(n("candidatesTokenCount")) + as_int(n("thoughtsTokenCount")))
 
 
 def _blocks(parts: list[dict]) -> tuple[list, list[ToolCallBlock], str]:

@@ -39,6 +39,7 @@ from tests.oracles.transcripts import (
     _mark_later,
     patch_files,
     prompt_text,
+    read_jsonl,
 )
 
 WRITE_TOOLS = {"create", "edit", "str_replace"}
@@ -46,19 +47,7 @@ READ_TOOLS = {"view", "show_file", "read_file"}
 
 
 def _records(path: Path) -> list[tuple[int, dict]]:
-    out = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, raw in enumerate(fh, 1):
-            raw = raw.strip()
-            if not raw:
-                continue
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict):
-                out.append((n, rec))
-    return out
+    return read_jsonl(path)  # the shared oracle reader (it imports nothing from ctxstore)
 
 
 def _is_event(rec: dict) -> bool:

@@ -236,7 +236,7 @@ class Transcript:
 def _open_text(path: Path):
     """A transcript file as text; a `*.zst` one (Codex's `rollout-*.jsonl.zst`) decompressed."""
     if not str(path).endswith(".zst"):
-        return open(path, encoding="utf-8")
+        return open(path, encoding="utf-8", errors="replace")  # as the importers do
     import io
 
     import zstandard
