@@ -143,3 +143,22 @@ def test_property_merged_state_is_main_plus_what_the_branch_concluded(base, adde
     want_q = [q for q in dict.fromkeys([*main_state.open_questions,
                                         *patch.get("open_questions_add", ())]) if q not in gone]
     assert list(after.open_questions) == want_q
+
+
+def test_review_scan_finds_the_candidates_of_a_merge_recorded_before_the_queue(tmp_path):
+    """A merge written before merges queued their candidates (or imported): `ctx memory
+    review --scan` finds it as it finds compactions."""
+    from ctxstore.memory import review
+    from ctxstore.objects import Compaction
+    from ctxstore.repo import Repository
+
+    repo = Repository.init(tmp_path)
+    sid, _ = repo.new_session(title="t")
+    rec = Compaction(session=sid, kind="merge", summary="merged try-b",
+                     memory_candidates=({"content": FACT, "kind": "fact"},))
+    cid = repo.store.put_object(rec)
+    with repo.transaction(message="an old merge") as tx:
+        tx.append("BranchMerged", "agent", {"branch": "try-b", "summary": "merged try-b"},
+                  {"compaction_id": cid})
+    assert review.scan(repo) == [cid]
+    repo.close()

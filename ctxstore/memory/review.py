@@ -142,13 +142,15 @@ def _queue(repo: Repository) -> tuple[list[str], set[tuple[str, int]]]:
 
 
 def scan(repo: Repository) -> list[str]:
-    """Compactions with candidates on any session branch that the queue does not hold yet
-    (written before the queue existed, or imported): `ctx memory review --scan` queues them."""
+    """Compactions and merges with candidates on any session branch that the queue does not
+    hold yet (written before the queue existed, or imported): `ctx memory review --scan` queues
+    them."""
     queued, _ = _queue(repo)
     known = set(queued)
     found: list[str] = []
     for _eid, ev in repo.graph.walk([tip for _s, _b, tip in iter_session_refs(repo)]):
-        cid = ev.causality.get("compaction_id") if ev.type == "CompactionCompleted" else None
+        cid = ev.causality.get("compaction_id") \
+            if ev.type in ("CompactionCompleted", "BranchMerged") else None
         if isinstance(cid, str) and cid not in known and cid not in found:
             rec = repo.store.get(cid)
             if isinstance(rec, Compaction) and rec.memory_candidates:
