@@ -46,3 +46,26 @@ def test_a_store_git_already_ignores_is_left_alone(tmp_path):
     res = Ctx(work)("init", str(work))
     assert "info/exclude" not in res.stdout
     assert "/.ctx/" not in (work / ".git" / "info" / "exclude").read_text()
+
+
+def test_init_never_writes_through_a_planted_link(tmp_path):
+    """A hostile work tree: .git/info is a symlink to a folder outside, or commondir points
+    somewhere that is not this worktree's main repository. Nothing outside is written."""
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    work = tmp_path / "project"
+    pygit2.init_repository(str(work))
+    info = work / ".git" / "info"
+    for f in info.iterdir():
+        f.unlink()
+    info.rmdir()
+    os.symlink(outside, info)
+    Ctx(work)("init", str(work))
+    assert list(outside.iterdir()) == []
+    other = tmp_path / "other"
+    pygit2.init_repository(str(other))
+    (other / ".git" / "commondir").write_text(str(outside) + "\n")
+    Ctx(other)("init", str(other))
+    assert list(outside.iterdir()) == []

@@ -58,17 +58,24 @@ def _git_exclude(store_dir: Path) -> tuple[Path, str] | None:
         return None
     if git.path_is_ignored(rel.as_posix() + "/") or git.path_is_ignored(rel.as_posix()):
         return None
-    gitdir = Path(git.path)
+    gitdir = Path(git.path).resolve()
     common = gitdir / "commondir"  # a linked worktree: info/exclude is the main repository's
     if common.is_file():
-        gitdir = (gitdir / common.read_text().strip()).resolve()
-    exclude = gitdir / "info" / "exclude"
+        main = (gitdir / common.read_text().strip()).resolve()
+        if gitdir.parent.parent != main:  # not <main>/worktrees/<name>: a link we do not trust
+            return None
+        gitdir = main
+    info = gitdir / "info"
+    exclude = info / "exclude"
+    if info.is_symlink() or exclude.is_symlink():  # never written through a link
+        return None
     pattern = "/" + rel.as_posix() + "/"
-    exclude.parent.mkdir(parents=True, exist_ok=True)
+    info.mkdir(exist_ok=True)
     text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     if pattern in text.splitlines():
         return None
-    with open(exclude, "a", encoding="utf-8") as fh:
+    fd = os.open(exclude, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
         if text and not text.endswith("\n"):
             fh.write("\n")
         fh.write(f"# the ctxstore of this work tree (added by `ctx init`)\n{pattern}\n")
