@@ -886,3 +886,20 @@ def test_a_transaction_made_directly_rebases_its_appends(repo, session, tmp_path
     other.close()
     tx.commit()
     assert repo.store.get_typed(repo.refs.read(main), Event).parents == (moved,)
+
+
+def test_restored_reflog_entries_of_the_same_millisecond_go_before_the_current_ones(repo, session):
+    """Two moves in one millisecond (a fast machine): undoing an expiry of the first puts it
+    back before the second, not after (the full suite once saw them swapped)."""
+    sid, root, main = session
+    ps.append(repo, *_prompt("1"))
+    ps.append(repo, *_prompt("2"))
+    log = repo.refs.reflog(main)
+    same = [e._replace(ts_ms=log[1].ts_ms) for e in log[1:]]
+    with repo.transaction(message="same ms") as tx:
+        tx.expire_reflog(main, log[1:])
+    with repo.transaction(message="same ms") as tx:
+        tx.restore_reflog(main, [same[1]])
+    with repo.transaction(message="same ms") as tx:
+        tx.restore_reflog(main, [same[0]])
+    assert [e.new for e in repo.refs.reflog(main)] == [e.new for e in log]

@@ -484,8 +484,12 @@ class Transaction:
                 new = [e for e in current if _entry_key(e) not in key]
             else:
                 have = {_entry_key(e) for e in current}
-                new = sorted(current + [e for e in entries if _entry_key(e) not in have],
-                             key=lambda e: e.ts_ms)
+                back = [e for e in entries if _entry_key(e) not in have]
+                # by time; at an equal millisecond (two moves in one ms) a restored entry comes
+                # first, as the entries an expiry removed are the older ones, each side in order
+                order = [(e.ts_ms, 0, i, e) for i, e in enumerate(back)] + \
+                    [(e.ts_ms, 1, i, e) for i, e in enumerate(current)]
+                new = [e for *_k, e in sorted(order, key=lambda x: x[:3])]
             if new != current:
                 self.refs.replace_reflog(name, new)
 
