@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 
 from .corpus_import import imported, longest
 from .table import run_and_print
@@ -25,7 +25,7 @@ FILL_TARGET = 0.85
 
 def _session(root: Path, n_events: int) -> ContextManager:
     """A coding session of about n_events events written in large transactions."""
-    store = Store.init(root)
+    store = Repository.init(root)
     cm = ContextManager.start(store, "bench", "Fix the failing test and verify it.",
                               nonce=f"ctx-bench-{n_events}")
     cm.update_state({"constraints": {"hard": ["Do not modify the public API."]}})
@@ -102,7 +102,7 @@ def run(quick: bool = False) -> list[dict]:
                     budget=b, auto_compact=False))
                 row[f"build_context {budget // 1000}k ms"] = results[n, budget] * 1e3
             rows.append(row)
-            cm.store.close()
+            cm.repo.close()
         small, large = sizes
         for budget in BUDGETS:
             ratio = results[large, budget] / results[small, budget]

@@ -56,7 +56,7 @@ if kind == "pack":
 else:
     import zstandard
     c = zstandard.ZstdCompressor(level=3)
-    size = sum(len(c.compress(repo.store.get_raw(i)[1])) for i in repo.store)
+    size = sum(len(c.compress(repo.objects.get_raw(i)[1])) for i in repo.objects)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 out = {"seconds": dt, "events": report.events, "sessions": len(report.sessions),
        "warnings": len(report.warnings), "store_bytes": size, "store": kind,

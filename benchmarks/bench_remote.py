@@ -80,12 +80,12 @@ def bench(tmp: Path, n: int) -> list[dict]:
         with repo.transaction(message="bench") as tx:
             for i in range(1000):
                 tx.append("UserPromptSubmitted", "user", {"text": f"one more prompt {i} " * 8})
-        repo.store.flush()
+        repo.objects.flush()
         tip = repo.refs.read(repo.current().ref)
         since.append(_timed(transfer.pack, repo, str(tmp / "since.ctxpack"), since=old_tip)[0])
-        old = links.reachable(repo.store, [old_tip])
-        new_ids = links.reachable(repo.store, [tip], stop=old.__contains__)
-        exact.append(_timed(packfile.write_pack, repo.store, str(tmp / "exact.ctxpack"),
+        old = links.reachable(repo.objects, [old_tip])
+        new_ids = links.reachable(repo.objects, [tip], stop=old.__contains__)
+        exact.append(_timed(packfile.write_pack, repo.objects, str(tmp / "exact.ctxpack"),
                             {"refs/x": tip}, new_ids, [old_tip])[0])
         t, res = _timed(gpush.push, repo, "origin")
         inc.append(t)
@@ -138,7 +138,7 @@ def _blob_per_object_push(repo, local, url: str, ids: set[str]) -> None:
     base = local.references[ref].peel(pygit2.Commit).tree if ref in local.references else None
     groups: dict[str, dict[str, list]] = {}
     for oid in ids:
-        type_name, body = repo.store.get_raw(oid)
+        type_name, body = repo.objects.get_raw(oid)
         blob = local.create_blob(type_name.encode() + b"\0" + body)
         groups.setdefault(oid[:2], {}).setdefault(oid[2:4], []).append((oid[4:], blob))
     top = local.TreeBuilder(base) if base is not None else local.TreeBuilder()
@@ -169,15 +169,15 @@ def designs(tmp: Path, n: int) -> list[dict]:
     local = pygit2.init_repository(str(tmp / "b-local.git"), bare=True)
     tip0 = repo.refs.read(repo.current().ref)
     t_a, _ = _timed(lambda: gpush.push(repo, "origin"))
-    all_ids = links.reachable(repo.store, [tip0])
+    all_ids = links.reachable(repo.objects, [tip0])
     t_b, _ = _timed(lambda: _blob_per_object_push(repo, local, str(b_remote), all_ids))
     size_a, size_b = _du(tmp / "a.git" / "objects"), _du(b_remote / "objects")
     with repo.transaction(message="bench") as tx:
         for i in range(1000):
             tx.append("UserPromptSubmitted", "user", {"text": f"one more prompt {i} " * 8})
-    repo.store.flush()
+    repo.objects.flush()
     tip1 = repo.refs.read(repo.current().ref)
-    new_ids = links.reachable(repo.store, [tip1], stop=all_ids.__contains__)
+    new_ids = links.reachable(repo.objects, [tip1], stop=all_ids.__contains__)
     ti_a, _ = _timed(lambda: gpush.push(repo, "origin"))
     ti_b, _ = _timed(lambda: _blob_per_object_push(repo, local, str(b_remote), new_ids))
     repo.close()
@@ -211,7 +211,7 @@ def redacted(tmp: Path, n: int) -> list[dict]:
     repo.new_session(title="bench", nonce=f"redact{n}", ts="2026-03-01T00:00:00.000Z")
     with repo.transaction(message="bench") as tx:
         _secret_events(tx, 0, n)
-    repo.store.flush()
+    repo.objects.flush()
     remotes.add_remote(repo, "red", str(_bare(tmp / "red.git")))
     remotes.add_remote(repo, "plain", str(_bare(tmp / "plain.git")))
     rows = []
@@ -228,7 +228,7 @@ def redacted(tmp: Path, n: int) -> list[dict]:
     pair("second push, unchanged session")
     with repo.transaction(message="bench") as tx:
         _secret_events(tx, n, 1000)
-    repo.store.flush()
+    repo.objects.flush()
     pair("incremental push, +1,000 events")
     repo.close()
     return rows

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.memory.governance import write
 from ctxstore.memory.scopes import scope_keys
 from ctxstore.objects.memory import Memory
@@ -61,7 +61,7 @@ def _pct(xs: list[float], p: float) -> float:
 
 def _build_store(root: Path, n: int, rng: random.Random):
     vocab, weights = _vocab(rng)
-    repo = Store.init(root, durability="never")  # setup speed: the figures are reads
+    repo = Repository.init(root, durability="never")  # setup speed: the figures are reads
     sessions = []
     for p in range(PROJECTS):
         sid, _ = repo.new_session(title=f"p{p}", goal="bench", repo_root=f"/src/p{p}",
@@ -97,7 +97,7 @@ def _artifact(repo, body: str, uri: str) -> str:
     from ctxstore.objects import Artifact
 
     content, size = put_artifact_content(repo, body.encode())
-    return repo.store.put_object(Artifact("tool_output", content, size, uri, "", "text/plain", ""))
+    return repo.objects.put_object(Artifact("tool_output", content, size, uri, "", "text/plain", ""))
 
 
 def _fts5(rows, texts) -> tuple[sqlite3.Connection, float]:

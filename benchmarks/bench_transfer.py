@@ -40,7 +40,7 @@ def build_store(root: Path, n: int, seed: int = 1) -> tuple[Repository, int]:
     repo = Repository.init(root, durability="never")
     repo.new_session(title="bench", nonce=f"bench{n}", ts="2026-03-01T00:00:00.000Z")
     jsonl = 0
-    store = repo.store
+    store = repo.objects
     with repo.transaction(message="bench") as tx:
         for i in range(n - 1):
             kind = ("UserPromptSubmitted", "ToolCallRequested", "ToolCallFinished",
@@ -75,7 +75,7 @@ def build_store(root: Path, n: int, seed: int = 1) -> tuple[Repository, int]:
                   "ts": ts, "parent": tx.tip}
             jsonl += len(json.dumps(ev, separators=(",", ":"))) + 1
             tx.append(kind, "agent", payload, causality, ts)
-    repo.store.flush()
+    repo.objects.flush()
     return repo, jsonl
 
 
@@ -139,21 +139,21 @@ def _dedup(tmp: Path, name: str, versions: list[bytes], params: chunking.ChunkPa
     chunked = Repository.init(tmp / f"{name}-chunked", durability="never")
     whole = Repository.init(tmp / f"{name}-whole", durability="never")
     t = time.perf_counter()
-    ids = [chunking.put_large(chunked.store, v, params) for v in versions]
+    ids = [chunking.put_large(chunked.objects, v, params) for v in versions]
     t_chunk = time.perf_counter() - t
     for v in versions:
-        whole.store.put_blob(v)
+        whole.objects.put_blob(v)
     for r in (chunked, whole):
-        r.store.flush()
-    ok = all(chunking.read_content(chunked.store, i) == v for i, v in zip(ids, versions, strict=True))
+        r.objects.flush()
+    ok = all(chunking.read_content(chunked.objects, i) == v for i, v in zip(ids, versions, strict=True))
     raw = sum(len(v) for v in versions)
-    uniq = sum(len(b) for _, b in (chunked.store.get_raw(i) for i in chunked.store
-                                   if chunked.store.type_of(i) == "blob"))
+    uniq = sum(len(b) for _, b in (chunked.objects.get_raw(i) for i in chunked.objects
+                                   if chunked.objects.type_of(i) == "blob"))
     row = {"benchmark": "chunking", "case": name, "versions": len(versions),
            "raw MB": raw / 1e6, "unique chunk MB": uniq / 1e6,
            "dedup ratio": raw / uniq if uniq else 0.0,
-           "on disk chunked MB": store_bytes(chunked.store.packs_dir) / 1e6,
-           "on disk whole MB": store_bytes(whole.store.packs_dir) / 1e6,
+           "on disk chunked MB": store_bytes(chunked.objects.packs_dir) / 1e6,
+           "on disk whole MB": store_bytes(whole.objects.packs_dir) / 1e6,
            "chunk MB/s": raw / 1e6 / t_chunk, "reads back": ok}
     chunked.close()
     whole.close()
@@ -194,10 +194,10 @@ def bench_gc(tmp: Path, n: int) -> list[dict]:
         for i in range(half - 2):
             tx.append("MessageAdded", "agent", {"role": "custom", "text": f"event {i}"},
                       ts="2026-03-01T00:00:00.000Z")
-    put = repo.store.put
+    put = repo.objects.put
     for i in range(n - half):
         put("blob", b"garbage %d" % i)
-    repo.store.flush()
+    repo.objects.flush()
     repo.close()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.run([sys.executable, "-c", _GC_CHILD, str(root / ".ctx")], env=env,

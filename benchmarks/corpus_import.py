@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.importers import import_paths
 from tests.corpus import corpus_root
 
@@ -40,7 +40,7 @@ def longest(n: int) -> list[Path]:
 def imported(path: Path) -> Iterator[ContextManager]:
     """A ContextManager on the main branch of the file's main session, in a throwaway store."""
     tmp = Path(tempfile.mkdtemp(prefix="ctx-bench-corpus-"))
-    store = Store.init(tmp)
+    store = Repository.init(tmp)
     try:
         report = import_paths(store, [str(path)])
         sessions = [s for s in report.sessions if s.kind != "subagent"] or report.sessions

@@ -60,7 +60,7 @@ def profile(n: int) -> dict[str, float]:
                   for i, o in enumerate(items)]
         out["canonical msgpack + id"] = _per_event(lambda f: codec.encode_object("event", f), fields)
         encoded = [codec.encode_object("event", f) for f in fields]
-        store = repo.store
+        store = repo.objects
         store.put("blob", b"start the writer")
         # the store's dictionary, trained as a store trains it (on its first small bodies)
         dictionary = codec.train_dictionary([b for _, b in encoded[:1000]], **codec.STORE_DICT_PARAMS)

@@ -92,7 +92,7 @@ def add_cmd(state, text, scope, sources, ttl, expires, update_policy, kind, conf
                       readable_by=list(readable_by), author=f"user:{default_user()}",
                       origin={"via": "cli"})
     mid = remember(repo, spec)
-    mem = repo.store.get(mid)
+    mem = repo.objects.get(mid)
     if as_json:
         emit_json({"id": mid, **mem.to_dict()})
     else:
@@ -180,7 +180,7 @@ def show_cmd(state, memory, as_json) -> None:
         click.echo(f"  {label + ':':<12} {value}")
     click.echo("  sources:")
     for s in m.source_refs:
-        click.echo(f"    {s}  ({state.repo.store.type_of(s)})")
+        click.echo(f"    {s}  ({state.repo.objects.type_of(s)})")
     click.echo("")
     for line in m.content.splitlines():
         click.echo(f"    {line}")
@@ -226,7 +226,7 @@ def edit_cmd(state, memory, text, sources, ttl, expires, update_policy, kind, co
     mid = edit(repo, memory, content=text, sources=list(sources), ttl=ttl, expires=expires,
                update_policy=update_policy, kind=kind, confidence=confidence,
                keywords=list(keywords) or None, priority=priority, sensitive=sensitive)
-    mem = repo.store.get(mid)
+    mem = repo.objects.get(mid)
     if as_json:
         emit_json({"id": mid, **mem.to_dict()})
     else:
@@ -373,7 +373,7 @@ def _accept(state, key, text, scope, ttl, expires, update_policy, kind, as_json)
     repo = state.repo
     mid = review.accept(repo, key, scope=scope, ttl=ttl, expires=expires,
                         update_policy=update_policy, content=text, kind=kind)
-    mem = repo.store.get(mid)
+    mem = repo.objects.get(mid)
     if as_json:
         emit_json({"id": mid, **mem.to_dict()})
     else:

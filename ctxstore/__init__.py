@@ -1,9 +1,9 @@
 """ctxstore: a git-like, content-addressed store and runtime for the working state of LLM agents.
 
-    from ctxstore import Store, ContextManager
+    from ctxstore import Repository, ContextManager
 
-`Store` is the repository (objects + refs + config in a `.ctx` directory; `Store.memory()` for
-tests); `ContextManager` is the seed's interface for harness authors.
+`Repository` is the store (objects + refs + config in a `.ctx` directory; `Repository.memory()`
+for tests); `ContextManager` is the seed's interface for harness authors.
 
 The names are resolved on first use (PEP 562 `__getattr__`), so `import ctxstore` — which every
 `ctx` command pays for — does not load the manager, context builder and compaction engine.
@@ -21,7 +21,6 @@ _LAZY = {
     "ContextManager": ("ctxstore.manager", "ContextManager"),
     "CtxError": ("ctxstore.errors", "CtxError"),
     "Repository": ("ctxstore.repo", "Repository"),
-    "Store": ("ctxstore.repo", "Repository"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .manager import ContextManager
     from .repo import Repository
 
-    Store = Repository
 
 
 def __getattr__(name: str) -> Any:
@@ -46,4 +44,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["ContextManager", "CtxError", "Repository", "Store", "__version__"]
+__all__ = ["ContextManager", "CtxError", "Repository", "__version__"]

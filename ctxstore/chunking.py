@@ -125,9 +125,9 @@ def put_artifact_content(repo, data) -> tuple[str, int]:
     """(content id, size) of artifact bytes, chunked per the repository's config."""
     params = ChunkParams.from_config(repo.config)
     size = len(data) if isinstance(data, (bytes, bytearray, memoryview)) else _stream_size(data)
-    cid = put_large(repo.store, data, params)
+    cid = put_large(repo.objects, data, params)
     if size is None:
-        size = content_size(repo.store, cid)
+        size = content_size(repo.objects, cid)
     return cid, size
 
 

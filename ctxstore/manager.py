@@ -1,7 +1,7 @@
 """ContextManager: the seed's interface as the front door for harness authors.
 
-    from ctxstore import Store, ContextManager
-    store = Store.init(".")                      # or Store.open(path) / Store.memory()
+    from ctxstore import Repository, ContextManager
+    store = Repository.init(".")                      # or Repository.open(path) / Repository.memory()
     cm = ContextManager.start(store, title="fix the test", goal="make CI green")
     cm.add_user_message("The parser test fails, please fix it")
     cm.record_tool_call("call_1", "bash", {"cmd": "pytest -x"})
@@ -65,8 +65,6 @@ class ContextManager:
 
     def __init__(self, store: Repository, session: str | None = None,
                  branch: str | None = None, *, tokenizer: Tokenizer | None = None) -> None:
-        self.store = store
-        #: the same Repository as `store`, under the name CompactionTarget uses
         self.repo = store
         cur = store.current()
         self.session = session or cur.session
@@ -107,25 +105,25 @@ class ContextManager:
     def tip(self) -> str:
         if self._batch is not None:
             return self._batch.branch(self.ref).tip
-        tip = self.store.refs.read(self.ref)
+        tip = self.repo.refs.read(self.ref)
         if tip is None:
             raise BadRevision(f"branch {self.ref} was deleted")
         return tip
 
     def fork(self, name: str, at: str | None = None) -> ContextManager:
         """A new branch at AT (default this branch's tip) and a manager bound to it."""
-        target = resolve_event(self.store, at) if at else self.tip
+        target = resolve_event(self.repo, at) if at else self.tip
         ref = branch_ref(self.session, name)
-        with self.store.transaction(message=f"fork: from {self.branch}",
+        with self.repo.transaction(message=f"fork: from {self.branch}",
                                     command="api: ContextManager.fork") as tx:
             tx.create_ref(ref, target)
-        return ContextManager(self.store, self.session, name, tokenizer=self.tokenizer)
+        return ContextManager(self.repo, self.session, name, tokenizer=self.tokenizer)
 
     def rollback(self, rev: str) -> str:
         """Move this branch back to REV; the old tip stays in the reflog."""
-        target = resolve_event(self.store, rev)
+        target = resolve_event(self.repo, rev)
         old = self.tip
-        with self.store.transaction(message=f"rollback: to {rev}",
+        with self.repo.transaction(message=f"rollback: to {rev}",
                                     command="api: ContextManager.rollback") as tx:
             tx.set_ref(self.ref, target, expected=old)
         return target
@@ -146,7 +144,7 @@ class ContextManager:
         if self._batch is not None:
             yield self
             return
-        with fewer_collections(), self.store.transaction(
+        with fewer_collections(), self.repo.transaction(
                 self.ref, message=message, command="api: ContextManager.batch") as tx:
             self._batch = tx
             try:
@@ -158,7 +156,7 @@ class ContextManager:
         """The transaction a write joins: the open batch's, else a new one of its own."""
         if self._batch is not None:
             return nullcontext(self._batch)
-        return self.store.transaction(self.ref, message=message, command=command)
+        return self.repo.transaction(self.ref, message=message, command=command)
 
     def append_event(self, type: str, actor: str = "agent", payload: Mapping | None = None,
                      causality: Mapping | None = None, ts: str | None = None) -> str:
@@ -168,7 +166,7 @@ class ContextManager:
 
     def _message_event(self, type: str, actor: str, msg: Message, payload: dict,
                        causality: dict | None = None, ts: str | None = None) -> str:
-        mid = self.store.store.put_object(msg)
+        mid = self.repo.objects.put_object(msg)
         return self.append_event(type, actor, payload, {"message_id": mid, **(causality or {})}, ts)
 
     def add_user_message(self, text: str, ts: str | None = None) -> str:
@@ -201,7 +199,7 @@ class ContextManager:
         msg = Message("assistant", tuple(blocks),
                       provenance={"source": "model", **({"harness": harness} if harness else {})},
                       meta={"model": model} if model else {})
-        mid = self.store.store.put_object(msg)
+        mid = self.repo.objects.put_object(msg)
         with self._writing("model response", "api: ContextManager.add_assistant_message") as tx:
             eid = tx.append("ModelResponseReceived", "model",
                             {"text": _preview(text), **({"model": model} if model else {}),
@@ -227,9 +225,9 @@ class ContextManager:
         A `sensitive` artifact stays out of built contexts unless the session's redaction
         policy admits it (docs/redaction.md)."""
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        content, size = put_artifact_content(self.store, raw)  # chunked above the threshold
+        content, size = put_artifact_content(self.repo, raw)  # chunked above the threshold
         art = Artifact(kind, content, size, uri, summary, media_type, source_event, sensitive)
-        return self.store.store.put_object(art)
+        return self.repo.objects.put_object(art)
 
     def record_tool_result(self, tool_call_id: str, output: str | bytes, *, is_error: bool = False,
                            name: str = "", ts: str | None = None) -> str:
@@ -248,7 +246,7 @@ class ContextManager:
         else:
             block = ToolResultBlock(tool_call_id, text=text, is_error=is_error)
         msg = Message("tool", (block,), provenance={"source": "tool"})
-        causality["message_id"] = self.store.store.put_object(msg)
+        causality["message_id"] = self.repo.objects.put_object(msg)
         payload = {"tool_call_id": tool_call_id, "preview": _preview(text, 512), "size": size,
                    "truncated": size > self.artifact_threshold}
         if name:
@@ -257,7 +255,7 @@ class ContextManager:
             payload["error"] = _preview(text, 512)
         eid = self.append_event("ToolCallFailed" if is_error else "ToolCallFinished", "tool",
                                 payload, causality, ts)
-        if self.store.path is not None and "auto_snapshot" in self._auto_keys():
+        if self.repo.path is not None and "auto_snapshot" in self._auto_keys():
             from .workspace.auto import after_tool_result
 
             after_tool_result(self, tool_call_id, name)  # a snapshot event after the result
@@ -265,8 +263,8 @@ class ContextManager:
 
     def _auto_keys(self) -> set[str]:
         """Which automatic behaviours are configured at all (cheap: no pygit2 import)."""
-        cfg = self.store.session(self.session).config
-        return {k for k in ("auto_snapshot",) if cfg.get(k, self.store.config.get(k))}
+        cfg = self.repo.session(self.session).config
+        return {k for k in ("auto_snapshot",) if cfg.get(k, self.repo.config.get(k))}
 
     def record_file_read(self, path: str, content: str | bytes | None = None,
                          summary: str = "", ts: str | None = None) -> str:
@@ -299,7 +297,7 @@ class ContextManager:
     # -- reading ---------------------------------------------------------------------------------
     def resolve(self, rev: str | None) -> str:
         """The event REV names (None: this branch's tip)."""
-        return self.tip if rev is None else resolve_event(self.store, rev)
+        return self.tip if rev is None else resolve_event(self.repo, rev)
 
     def message(self, mid: str) -> Message | None:
         """The message with this id, or None if absent or not a message."""
@@ -343,7 +341,7 @@ class ContextManager:
         if record and rev is not None and self.resolve(rev) != self.tip:
             raise BadRevision(f"--record builds at the tip of {self.branch}: {rev} is not its tip "
                               f"(a bundle recorded there would describe a different state)")
-        cfg = self.store.session(self.session).config
+        cfg = self.repo.session(self.session).config
         budget = int(budget if budget is not None else cfg.get("context_window", 200_000))
         reserved = int(reserved_output if reserved_output is not None else
                        min(cfg.get("reserved_output", 0), budget // 4))
@@ -355,7 +353,7 @@ class ContextManager:
                                truncate_system, retriever)
         share = float(cfg.get("auto_compact_share", DEFAULT_AUTO_COMPACT_SHARE))
         demand = sum(seg.tokens for seg in bundle.segments)
-        just_compacted = self.store.graph.event(self.tip).type == "CompactionCompleted"
+        just_compacted = self.repo.graph.event(self.tip).type == "CompactionCompleted"
         if auto_compact and rev is None and share > 0 and not just_compacted \
                 and demand > share * bundle.available_tokens:
             from .compaction import compact
@@ -368,13 +366,13 @@ class ContextManager:
                 bundle = self._compile(rev, budget, reserved, system_prompt, tools, extra,
                                        eviction_order, truncate_system, retriever)
         if record:
-            bid = self.store.store.put("bundle", bundle.to_dict())
+            bid = self.repo.objects.put("bundle", bundle.to_dict())
             used: dict[tuple[str, str], list[str]] = {}
             for seg in bundle.kept:
                 got = seg.data.get("retrieved")
                 if got and got.get("kind") == "memory":
                     used.setdefault((got["scope"], got["scope_key"]), []).append(got["id"])
-            with self.store.transaction(self.ref, message="append ContextBuilt",
+            with self.repo.transaction(self.ref, message="append ContextBuilt",
                                         command="api: ContextManager.append_event") as tx:
                 eid = tx.append("ContextBuilt", "system",
                                 {"used_tokens": bundle.used_tokens, "max_tokens": bundle.max_tokens,
@@ -406,8 +404,8 @@ class ContextManager:
             live = {e.causality.get("artifact_id") for _i, e, _m in hist}
             live |= {getattr(b, "output_ref", "") for _i, _e, m in hist if m for b in m.blocks}
             segs, self.last_retrieval = retrieve(
-                self.store, RetrievalIndex.open(self.store), q,
-                scope_keys(self.store, self.session), agent=agent,
+                self.repo, RetrievalIndex.open(self.repo), q,
+                scope_keys(self.repo, self.session), agent=agent,
                 allow_sensitive=allow_sensitive, exclude={a for a in live if a})
             return segs
         return retriever
@@ -425,14 +423,14 @@ class ContextManager:
         spec = MemorySpec(content=content, scope=scope, sources=list(sources), kind=kind, ttl=ttl,
                           expires=expires, update_policy=update_policy,
                           author=kw.pop("author", f"{actor}:{self.session[:12]}"), **kw)
-        return remember(self.store, spec, actor=actor, keys=scope_keys(self.store, self.session))
+        return remember(self.repo, spec, actor=actor, keys=scope_keys(self.repo, self.session))
 
     def recall(self, query: str | None = None, *, rev: str | None = None, k: int = 20) -> list:
         """The raw events (and the artifacts they name) that this branch's compaction summaries
         replaced, with ids; with QUERY the K best matches first (ctxstore.retrieval.recall)."""
         from .retrieval import recall
 
-        return recall(self.store, self.resolve(rev), query, k)
+        return recall(self.repo, self.resolve(rev), query, k)
 
     def _compile(self, rev, budget, reserved, system_prompt, tools, extra, eviction_order,
                  truncate_system: bool = False, retriever=None) -> ContextBundle:
@@ -448,7 +446,7 @@ class ContextManager:
         touches the user's git index, HEAD, branches or stash. Returns a SnapshotResult."""
         from .workspace.snapshot import take_snapshot
 
-        return take_snapshot(self.store, root, ref=self.ref, reason=reason,
+        return take_snapshot(self.repo, root, ref=self.ref, reason=reason,
                              only_if_changed=only_if_changed,
                              command="api: ContextManager.snapshot_workspace")
 
@@ -460,7 +458,7 @@ class ContextManager:
         after as two snapshot events. Returns a RestorePlan."""
         from .workspace.restore import restore
 
-        return restore(self.store, self.resolve(rev), tuple(paths), root=root, dry_run=dry_run,
+        return restore(self.repo, self.resolve(rev), tuple(paths), root=root, dry_run=dry_run,
                        force=force, ref=self.ref, label=rev or self.branch,
                        command="api: ContextManager.restore_workspace")
 
@@ -471,9 +469,9 @@ class ContextManager:
         passed; returns a manager bound to it. Its `finish(...)` reports back here."""
         from .subagents.runtime import spawn
 
-        sid, _ = spawn(self.store, self.session, self.ref, task, pass_artifacts=pass_artifacts,
+        sid, _ = spawn(self.repo, self.session, self.ref, task, pass_artifacts=pass_artifacts,
                        pass_memories=pass_memories, title=title)
-        return ContextManager(self.store, sid, DEFAULT_BRANCH, tokenizer=self.tokenizer)
+        return ContextManager(self.repo, sid, DEFAULT_BRANCH, tokenizer=self.tokenizer)
 
     def finish(self, summary: str, evidence_refs: Sequence[str] = (),
                artifacts: Sequence[str] = (), risks: Sequence[str] | str = (),
@@ -483,7 +481,7 @@ class ContextManager:
         this session's events. Returns {"finished", "result", "parent_ref"}."""
         from .subagents.runtime import finish
 
-        return finish(self.store, self.session, self.ref, summary, evidence_refs=evidence_refs,
+        return finish(self.repo, self.session, self.ref, summary, evidence_refs=evidence_refs,
                       artifacts=artifacts, risks=risks, next_steps=next_steps)
 
     def compact(self, rev: str | None = None, policy: Any = None, **kw: Any):

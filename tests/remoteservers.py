@@ -259,8 +259,8 @@ def assert_nowhere(secrets: list[str], stores: list[Path], outputs: list[str]) -
         repo = Repository.open(ctx)
         try:
             count = 0
-            for oid in repo.store:
-                type_name, body = repo.store.get_raw(oid)
+            for oid in repo.objects:
+                type_name, body = repo.objects.get_raw(oid)
                 text = repr(codec.decode_body(type_name, body))
                 count += 1
                 for secret in secrets:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 
 HARD = ["Do not modify the public API.", "Run the relevant tests after the change."]
 GOAL = "Fix the failing test and verify it."
@@ -11,7 +11,7 @@ GOAL = "Fix the failing test and verify it."
 def coding_session(turns: int = 6, *, store=None, fail_every: int = 0, write_files: bool = True,
                    big_output: int = 600) -> ContextManager:
     """`turns` rounds of: user prompt, tool call + result, file write, verifier."""
-    store = store or Store.memory()
+    store = store or Repository.memory()
     cm = ContextManager.start(store, "factory", GOAL, nonce="factory", ts="2026-01-01T00:00:00.000Z")
     cm.update_state({"constraints": {"hard": HARD},
                      "plan": {"status": "executing", "steps": [

@@ -30,7 +30,7 @@ from ctxstore.repo import Repository
 from ctxstore.porcelain import sessions as ps
 store, report, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 repo = Repository.open(store)
-repo.store.seal_size, repo.store.max_packs = 256 * 1024, 3
+repo.objects.seal_size, repo.objects.max_packs = 256 * 1024, 3
 rep = os.open(report, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 text = "tool output line with some words in it " * 8
 k = 0
@@ -51,7 +51,7 @@ from ctxstore import ContextManager
 from ctxstore.repo import Repository
 store, report, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 repo = Repository.open(store)
-repo.store.seal_size, repo.store.max_packs = 256 * 1024, 3
+repo.objects.seal_size, repo.objects.max_packs = 256 * 1024, 3
 cm = ContextManager(repo)
 rep = os.open(report, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 text = "tool output line with some words in it " * 8
@@ -98,7 +98,7 @@ def test_kill_9_during_fast_batches_loses_nothing_acknowledged(tmp_path, seed, w
         tip = repo.refs.read(branch)
         for head in acked:
             assert head == tip or repo.graph.is_ancestor(head, tip), f"acknowledged {head} lost"
-            repo.store.get(head)
+            repo.objects.get(head)
         report_ = check(repo, full=True)
         assert not report_.problems, report_.problems[:3]
     finally:

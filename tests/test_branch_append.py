@@ -47,7 +47,7 @@ def _add(tx, br, i):
 
 def test_add_checks_only_until_an_event_proves_new(tmp_path, monkeypatch):
     repo = _session(tmp_path, "r")
-    calls = _spy(monkeypatch, repo.store)
+    calls = _spy(monkeypatch, repo.objects)
     with repo.transaction(message="adds") as tx:
         br = tx.branch()
         ids = [_add(tx, br, i) for i in range(4)]
@@ -68,13 +68,13 @@ def test_add_of_events_the_store_has_keeps_checking_and_writes_no_duplicate(tmp_
         first = [_add(tx, br, i) for i in range(3)]
     with repo.transaction(message="reset") as tx:
         tx.set_ref(branch, base)
-    calls = _spy(monkeypatch, repo.store)
+    calls = _spy(monkeypatch, repo.objects)
     with repo.transaction(message="again") as tx:
         br = tx.branch()
         again = [_add(tx, br, i) for i in range(5)]
     assert again[:3] == first
     assert [c for c, _ in calls] == ["new", "new", "new", "new", "absent"]
-    records = _records(repo.store)
+    records = _records(repo.objects)
     assert len(records) == len(set(records))
     repo.close()
 
@@ -85,7 +85,7 @@ def test_extend_then_add_continue_the_chain(tmp_path, monkeypatch):
     repo = _session(tmp_path, "r")
     base = repo.current().tip
     branch = repo.head_branch()
-    calls = _spy(monkeypatch, repo.store)
+    calls = _spy(monkeypatch, repo.objects)
     with repo.transaction(message="bulk") as tx:
         br = tx.branch()
         br.extend(_maps(3))
@@ -105,14 +105,14 @@ def test_extend_then_add_continue_the_chain(tmp_path, monkeypatch):
         again = _add(tx, br, 99)  # present too: must be checked
     assert again == last
     assert [c for c, _ in calls] == ["new", "new", "new", "new"]
-    records = _records(repo.store)
+    records = _records(repo.objects)
     assert len(records) == len(set(records))
     repo.close()
 
 
 def test_add_then_extend_checks_nothing_after_the_first_new_event(tmp_path, monkeypatch):
     repo = _session(tmp_path, "r")
-    calls = _spy(monkeypatch, repo.store)
+    calls = _spy(monkeypatch, repo.objects)
     with repo.transaction(message="one, then bulk") as tx:
         br = tx.branch()
         first = _add(tx, br, 0)
@@ -138,7 +138,7 @@ def test_extend_on_a_branch_of_no_session_marks_nothing(tmp_path):
     fresh = Repository.open(tmp_path / "r")
     marked = end
     for _ in range(11):  # back to generation SESSION_MARK_EVERY
-        marked = fresh.store.get(marked).parents[0]
+        marked = fresh.objects.get(marked).parents[0]
     assert fresh.graph.generation(marked) == txmod.SESSION_MARK_EVERY
     assert fresh.session_marks.get(marked) is None
     assert not fresh.session_marks._path(marked).exists()  # no file either (not even "None")

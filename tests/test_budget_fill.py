@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.context import Segment, build_context
 from ctxstore.errors import BudgetTooSmall
 
@@ -87,7 +87,7 @@ def test_p0_overflow_names_the_option_and_the_option_truncates():
 def test_cli_truncate_system(tmp_path):
     from .clitools import Ctx
 
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = ContextManager.start(store, "t", "g")
     store.refs.set_head_symbolic(cm.ref)
     cm.add_system_message("rule " * 3_000)
@@ -117,7 +117,7 @@ def test_real_codex_session_fills_the_budget(tmp_path):
 def test_a_call_with_huge_arguments_is_previewed_not_lost():
     """A Write of a whole file: its content is cut to a preview naming the event with the full
     call, so the pair (and the turn it ends) can still fill the budget."""
-    cm = ContextManager.start(Store.memory(), "t", "g")
+    cm = ContextManager.start(Repository.memory(), "t", "g")
     cm.add_user_message("write the module")
     cm.add_assistant_message("writing", tool_calls=[{"id": "w1", "name": "Write", "args": {
         "file_path": "a.py", "content": "x = 1  # line\n" * 4000}}])

@@ -143,7 +143,7 @@ def test_a_batch_appended_twice_stores_no_duplicate_records(tmp_path):
         tx.set_ref(branch, base)
     second = ps.append_batch(repo, LINES)  # same tip, same lines: the same events
     assert second.head == first.head
-    records = _records(repo.store)
+    records = _records(repo.objects)
     assert len(records) > len(LINES)
     assert len(records) == len(set(records))
     repo.close()
@@ -163,7 +163,7 @@ def test_context_manager_batch_twice_stores_no_duplicate_records(tmp_path):
         heads.append(cm.tip)
     assert heads[0] == heads[1]
     assert repo.graph.generation(heads[0]) == 601
-    records = _records(repo.store)
+    records = _records(repo.objects)
     assert len(records) == len(set(records))
     repo.close()
 
@@ -281,7 +281,7 @@ def test_a_bulk_append_marks_its_session_every_256_generations(tmp_path):
     while tip:
         if fresh.graph.generation(tip) % 256 == 0:
             found.append(fresh.session_marks.get(tip))
-        parents = fresh.store.get(tip).parents
+        parents = fresh.objects.get(tip).parents
         tip = parents[0] if parents else None
     assert found == [sid, sid]  # generations 512 and 256, read from disk
     fresh.close()

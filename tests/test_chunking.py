@@ -114,16 +114,16 @@ def test_chunked_artifact_is_reachable_packed_and_checked(tmp_path):
                                                      "avg": 16 << 10, "max": 64 << 10})
     data = _text(500 << 10, seed=5)
     cid, size = chunking.put_artifact_content(repo, data)
-    assert size == len(data) and repo.store.type_of(cid) == "chunks"
-    art = repo.store.put_object(Artifact("command_log", cid, size))
+    assert size == len(data) and repo.objects.type_of(cid) == "chunks"
+    art = repo.objects.put_object(Artifact("command_log", cid, size))
     sid, _ = repo.new_session(title="c", nonce="c")
     with repo.transaction() as tx:
         tx.append("FileRead", "tool", {"path": "big.log"}, {"artifact_id": art})
-    live = links.reachable(repo.store, [tx.tip])
-    assert cid in live and _chunk_ids(repo.store, cid) <= live
+    live = links.reachable(repo.objects, [tx.tip])
+    assert cid in live and _chunk_ids(repo.objects, cid) <= live
     assert fsck_repo.check(repo, full=True).problems == []
     out = str(tmp_path / "c.pack")
     transfer.pack(repo, out, [sid])
     dst = Repository.init(tmp_path / "b")
     transfer.unpack(dst, out)
-    assert chunking.read_content(dst.store, cid) == data
+    assert chunking.read_content(dst.objects, cid) == data

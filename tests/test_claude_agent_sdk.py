@@ -200,7 +200,7 @@ def test_retried_batch_is_not_stored_twice_and_delete_is_undoable(tmp_path):
     asyncio.run(store.delete(key))
     assert asyncio.run(store.load(key)) is None
     assert store.repo.branches(sid) == {}
-    assert tip in store.repo.store  # deleted refs, not events
+    assert tip in store.repo.objects  # deleted refs, not events
     store.close()
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / ".ctx"), "undo"])
     assert r.exit_code == 0, r.output

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 
 from .clitools import Ctx, store_files
 
 
 @pytest.fixture
 def ctx(tmp_path):
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = ContextManager.start(store, "fix", "Fix the failing test and verify it.",
                               ts="2026-01-01T00:00:00.000Z")
     cm.update_state({"constraints": {"hard": ["Do not modify the public API."]},

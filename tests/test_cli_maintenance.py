@@ -13,7 +13,7 @@ from tests.test_links import build_repo
 def _repo(tmp_path, garbage: int = 20):
     repo, info = build_repo(tmp_path)
     for i in range(garbage):
-        repo.store.put_blob(os.urandom(32) + b"%d" % i)
+        repo.objects.put_blob(os.urandom(32) + b"%d" % i)
     repo.close()
     return Ctx(tmp_path), info
 
@@ -40,7 +40,7 @@ def test_gc_default_grace_keeps_everything(tmp_path):
 def test_fsck_lists_each_problem_and_exits_13(tmp_path):
     ctx, info = _repo(tmp_path, garbage=0)
     repo = Repository.open(tmp_path)
-    bad = repo.store.put_object(Event("MessageAdded", "agent", {}, (info["main"],), 42, ""))
+    bad = repo.objects.put_object(Event("MessageAdded", "agent", {}, (info["main"],), 42, ""))
     repo.refs.set_if_equals(f"refs/sessions/{info['session']}/bad", None, bad)
     repo.close()
     ctx("fsck")  # every record is sound: only the graph walk sees the wrong generation
@@ -85,7 +85,7 @@ def test_gc_exits_7_and_deletes_nothing_while_the_store_is_open(tmp_path, monkey
     ctx, info = _repo(tmp_path)
     monkeypatch.setattr(repack, "GC_WAIT", 0.1)
     other = Repository.open(tmp_path)
-    assert info["main"] in other.store  # a look-up: this process holds the shared gc lock
+    assert info["main"] in other.objects  # a look-up: this process holds the shared gc lock
     err = ctx.fails(7, "gc", "--prune=now")
     assert err.startswith("ctx: error: gc deleted nothing: ") and "gc.lock" in err
     other.close()

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 
 from .clitools import Ctx
 from .test_state_from_transcripts import CODEX, PI
@@ -51,7 +51,7 @@ def _claude_with_subagent(root):
 
 @pytest.fixture
 def ctx(tmp_path):
-    store = Store.init(tmp_path / "store")
+    store = Repository.init(tmp_path / "store")
     ContextManager.start(store, title="native work", goal="Ship it", ts="2026-01-01T00:00:00.000Z")
     store.close()
     c = Ctx(tmp_path / "store")
@@ -138,7 +138,7 @@ def test_a_pi_fork_is_listed_under_the_session_it_branched_from(tmp_path):
     (d / "2026-05-01T10-00-00-000Z_aaaa.jsonl").write_text(session("aaaa"))
     (d / "2026-05-01T11-00-00-000Z_bbbb.jsonl").write_text(session("bbbb", {
         "parentSession": str(d / "2026-05-01T10-00-00-000Z_aaaa.jsonl")}))
-    Store.init(tmp_path / "store").close()
+    Repository.init(tmp_path / "store").close()
     c = Ctx(tmp_path / "store")
     c("import", str(tmp_path / "sessions"))
     parent, child = c.json("sessions")

@@ -24,11 +24,11 @@ from .sessions_factory import GOAL, HARD, coding_session
 
 
 def _refs(cm):
-    return dict(cm.store.refs.iter_refs())
+    return dict(cm.repo.refs.iter_refs())
 
 
 def _facts(cm) -> set[str]:
-    store = cm.store.store
+    store = cm.repo.objects
     return {i for i in store if store.type_of(i) != "snapshot"}
 
 
@@ -53,20 +53,20 @@ def test_compaction_commits_with_provenance():
     raw_tip = cm.tip
     res = compact(cm, keep_recent_tokens=300)
     assert res.committed and res.compaction_id
-    rec = cm.store.store.get(res.compaction_id)
+    rec = cm.repo.objects.get(res.compaction_id)
     assert isinstance(rec, Compaction)
     # invariant 3: the summary names its source range exactly
     assert rec.first_event == rec.source_event_ids[0] and rec.last_event == rec.source_event_ids[-1]
     assert rec.first_kept and rec.first_kept not in rec.source_event_ids
     assert rec.provenance["summarizer"] == "structured" and rec.provenance["policy_id"]
-    ev = cm.store.graph.event(cm.tip)
+    ev = cm.repo.graph.event(cm.tip)
     assert ev.type == "CompactionCompleted" and ev.causality["compaction_id"] == res.compaction_id
     assert ev.parents == (raw_tip,)
     # invariant 8: raw events stay, unchanged and reachable
-    reachable = cm.store.graph.reachable_events([cm.tip])
+    reachable = cm.repo.graph.reachable_events([cm.tip])
     assert set(rec.source_event_ids) <= reachable
     # the replaced range is a contiguous first-parent run ending right before first_kept
-    assert cm.store.graph.event(rec.first_kept).parents[0] == rec.last_event
+    assert cm.repo.graph.event(rec.first_kept).parents[0] == rec.last_event
     assert res.tokens_after < res.tokens_before
 
 
@@ -89,7 +89,7 @@ def test_long_session_context_is_quarter_of_raw():
 
     cm = coding_session(60, big_output=1500)
     raw = sum(cm.tokenizer.count(event_text(ev, cm.message(ev.causality.get("message_id", ""))))
-              for _, ev in cm.store.graph.walk([cm.tip]))
+              for _, ev in cm.repo.graph.walk([cm.tip]))
     compact(cm, keep_recent_tokens=1000)
     bundle = cm.build_context(budget=1_000_000)
     assert bundle.used_tokens <= raw / 4, (bundle.used_tokens, raw)
@@ -103,8 +103,8 @@ def test_chained_compaction_names_previous_and_never_duplicates():
         cm.record_tool_call(f"x{t}", "bash", {"cmd": "ls"})
         cm.record_tool_result(f"x{t}", "a\n" * 200)
     second = compact(cm, keep_recent_tokens=300)
-    r1 = cm.store.store.get(first.compaction_id)
-    r2 = cm.store.store.get(second.compaction_id)
+    r1 = cm.repo.objects.get(first.compaction_id)
+    r2 = cm.repo.objects.get(second.compaction_id)
     assert r2.previous == first.compaction_id
     assert not set(r1.source_event_ids) & set(r2.source_event_ids)
     assert r2.source_event_ids[0] == r1.first_kept
@@ -143,7 +143,7 @@ def test_tool_error_rule():
 
 def test_split_tool_pair_is_refused():
     cm = coding_session(4)
-    result_event = next(eid for eid, ev in cm.store.graph.walk([cm.tip])
+    result_event = next(eid for eid, ev in cm.repo.graph.walk([cm.tip])
                         if ev.type == "ToolCallFinished")
     with pytest.raises(CompactionRejected, match="tool_pairs_intact"):
         compact(cm, cut_at=result_event)
@@ -174,11 +174,11 @@ def test_any_cut_commits_with_intact_pairs_or_refuses(cut, fail_every):
         res = compact(cm, cut_at=live[cut][0])
     except CompactionRejected:
         return
-    rec = cm.store.store.get(res.compaction_id)
-    inside = {cm.store.graph.event(e).payload.get("tool_call_id") for e in rec.source_event_ids
-              if cm.store.graph.event(e).type == "ToolCallRequested"}
-    answered_inside = {cm.store.graph.event(e).payload.get("tool_call_id") for e in rec.source_event_ids
-                       if cm.store.graph.event(e).type in ("ToolCallFinished", "ToolCallFailed")}
+    rec = cm.repo.objects.get(res.compaction_id)
+    inside = {cm.repo.graph.event(e).payload.get("tool_call_id") for e in rec.source_event_ids
+              if cm.repo.graph.event(e).type == "ToolCallRequested"}
+    answered_inside = {cm.repo.graph.event(e).payload.get("tool_call_id") for e in rec.source_event_ids
+                       if cm.repo.graph.event(e).type in ("ToolCallFinished", "ToolCallFailed")}
     assert inside == answered_inside
 
 
@@ -210,9 +210,9 @@ def test_merge_brings_conclusions_not_raw_events():
     alt.update_state({"decisions_add": [{"decision": "thing 3 is the culprit", "rationale": "grep"}]})
     main_tip = cm.tip
     res = merge_branch(cm, "explore")
-    ev = cm.store.graph.event(cm.tip)
+    ev = cm.repo.graph.event(cm.tip)
     assert ev.type == "BranchMerged" and ev.parents == (main_tip, alt.tip)
-    rec = cm.store.store.get(res.compaction_id)
+    rec = cm.repo.objects.get(res.compaction_id)
     assert rec.kind == "merge" and len(rec.source_event_ids) == 16  # 5 x (response, call, result) + state
     bundle = cm.build_context(budget=50_000)
     texts = [s.text for s in bundle.kept]
@@ -223,11 +223,11 @@ def test_merge_brings_conclusions_not_raw_events():
 
 
 def test_show_compaction_lists_replaced_events(tmp_path):
-    from ctxstore import Store
+    from ctxstore import Repository
 
     from .clitools import Ctx
 
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = coding_session(8, store=store)
     res = compact(cm, keep_recent_tokens=300)
     store.close()
@@ -242,11 +242,11 @@ def test_show_compaction_lists_replaced_events(tmp_path):
 
 
 def test_cli_compact_and_merge(tmp_path):
-    from ctxstore import Store
+    from ctxstore import Repository
 
     from .clitools import Ctx
 
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = coding_session(8, store=store)
     alt = cm.fork("alt")
     alt.record_tool_call("a1", "bash", {"cmd": "ls"})
@@ -280,7 +280,7 @@ def test_auto_compaction_when_context_passes_share_of_window():
     cm = coding_session(30, big_output=1500)
     tip = cm.tip
     bundle = cm.build_context(budget=4000)  # the library default: auto-compaction on
-    ev = cm.store.graph.event(cm.tip)
+    ev = cm.repo.graph.event(cm.tip)
     assert ev.type == "CompactionCompleted" and ev.parents == (tip,)
     assert any(s.kind == "summary" and s.kept for s in bundle.segments)
     # read-only callers can turn it off; share 0 in the session config turns it off too
@@ -304,7 +304,7 @@ def test_abandoned_call_is_summarized_as_an_error_not_blocking():
     with pytest.raises(CompactionRejected, match="abandoned call"):
         compact(cm, keep_recent_tokens=200, summarizer=drop_it)
     res = compact(cm, keep_recent_tokens=200)
-    rec = cm.store.store.get(res.compaction_id)
+    rec = cm.repo.objects.get(res.compaction_id)
     assert any(e.get("tool_call_id") == "lost" and "abandoned" in e["error"] for e in rec.errors)
 
 
@@ -321,8 +321,8 @@ def test_repeated_auto_compaction_keeps_the_summary_bounded():
         before = cm.tip
         cm.build_context(budget=8000)
         compactions += cm.tip != before
-    rec = cm.store.store.get(cm.store.graph.event(
-        next(e for e, ev in cm.store.graph.walk([cm.tip], first_parent=True)
+    rec = cm.repo.objects.get(cm.repo.graph.event(
+        next(e for e, ev in cm.repo.graph.walk([cm.tip], first_parent=True)
              if ev.type == "CompactionCompleted")).causality["compaction_id"])
     assert compactions >= 3 and compactions <= 150 // 5
     assert cm.tokenizer.count(rec.summary) < 2500

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.compaction import CallableSummarizer, StructuredSummarizer, compact, merge_branch
 from ctxstore.compaction.checks import MERGE_MIN_SUMMARY_TOKENS
 from ctxstore.errors import CompactionRejected
@@ -52,7 +52,7 @@ def test_files_written_after_the_cut_are_named_not_checked():
 
 
 def test_checks_with_nothing_to_check_say_na():
-    store = Store.memory()
+    store = Repository.memory()
     cm = ContextManager.start(store, "t", "")
     for t in range(20):
         cm.add_user_message(f"chat {t} " + "words " * 40)
@@ -116,7 +116,7 @@ def test_a_small_branch_can_be_merged():
 def test_cli_noop_merge_and_compact_exit_zero(tmp_path):
     from .clitools import Ctx
 
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = coding_session(1, store=store)
     cm.fork("same")
     store.refs.set_head_symbolic(cm.ref)

@@ -194,18 +194,18 @@ def test_gc_runs_beside_a_long_lived_writer(tmp_path):
     from ctxstore.manager import ContextManager
 
     old = Repository.init(tmp_path)  # an earlier process left garbage behind and exited
-    garbage = old.store.put_blob(b"unnamed " * 20)
-    old.store.seal_active()
+    garbage = old.objects.put_blob(b"unnamed " * 20)
+    old.objects.seal_active()
     old.close()
     agent = Repository.open(tmp_path)
     cm = ContextManager.start(agent, "live agent")
     cm.add_user_message("first")
-    assert not agent.store.gc_lock.held  # between transactions the agent does not block gc
+    assert not agent.objects.gc_lock.held  # between transactions the agent does not block gc
     other = Repository.open(tmp_path)  # while the agent's store stays open
     res = pm.gc(other, prune="now", wait=2)  # before: LockHeld, the agent held the lock
     assert res.objects_removed >= 1
     other.close()
-    assert garbage not in agent.store  # the agent re-lists the packs at its next look-up
+    assert garbage not in agent.objects  # the agent re-lists the packs at its next look-up
     cm.add_user_message("after gc")  # and keeps writing
     assert fsck_repo.check(agent, full=True).problems == []
     assert [ev.payload.get("text", "")[:8] for _, ev in agent.graph.first_parents(cm.tip)][:2] \

@@ -47,7 +47,7 @@ def line_and_records(repo, tip):
     for eid, ev in repo.graph.first_parents(tip):
         line.append(eid)
         if ev.type == "CompactionCompleted":
-            rec = repo.store.get(ev.causality.get("compaction_id", ""))
+            rec = repo.objects.get(ev.causality.get("compaction_id", ""))
             if isinstance(rec, Compaction) and rec.kind == "compaction":
                 recs.append(rec)
     line.reverse()
@@ -297,9 +297,9 @@ def test_property_a_compaction_replaces_its_range(tmp_path_factory, harness, pla
     the context holds nothing of any replaced range and the next compaction starts after it."""
     tmp = tmp_path_factory.mktemp("h")
     if harness == "here":
-        from ctxstore import Store
+        from ctxstore import Repository
 
-        cm = ContextManager.start(Store.memory(), "here", "Fix the bug.")
+        cm = ContextManager.start(Repository.memory(), "here", "Fix the bug.")
         here = here or [3, 2]
     elif "turn" not in plan:
         plan = ["turn", *plan]

@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.compaction import merge_branch
 from ctxstore.compaction.carry import merge_patch
 from ctxstore.memory.review import pending
@@ -71,7 +71,7 @@ def test_merge_candidates_reach_the_review_queue(tmp_path):
 
 
 def test_merge_carries_decisions_constraints_and_questions():
-    cm = ContextManager.start(Store.memory(), "t", "Ship the parser.")
+    cm = ContextManager.start(Repository.memory(), "t", "Ship the parser.")
     cm.update_state({"open_questions_add": ["does it handle tabs?", "unicode?"],
                      "constraints": {"hard": ["keep the API"]}})
     cm.add_user_message("go")
@@ -93,13 +93,13 @@ def test_merge_carries_decisions_constraints_and_questions():
     assert st_.constraints["hard"] == ("keep the API", "no regex")
     assert st_.constraints["soft"] == ("short code",)
     assert st_.open_questions == ("unicode?", "is split fast enough?")
-    rec = cm.repo.store.get(res.compaction_id)
+    rec = cm.repo.objects.get(res.compaction_id)
     assert rec.state_patch["facts_add"][0]["content"] == "tabs are whitespace"
     assert [c.content for c in pending(cm.repo)][:1] == ["tabs are whitespace"]
 
 
 def test_a_merge_without_conclusions_changes_no_state():
-    cm = ContextManager.start(Store.memory(), "t", "Goal.")
+    cm = ContextManager.start(Repository.memory(), "t", "Goal.")
     cm.add_user_message("go")
     b = cm.fork("try")
     b.add_user_message("only talk")
@@ -120,7 +120,7 @@ def test_property_merged_state_is_main_plus_what_the_branch_concluded(base, adde
                                                                       main_added):
     """After the merge, main's facts / questions are main's own plus what the branch added,
     minus the questions the branch resolved; applying the patch is what the fold does."""
-    cm = ContextManager.start(Store.memory(), "t", "Goal.")
+    cm = ContextManager.start(Repository.memory(), "t", "Goal.")
     cm.add_user_message("go")
     if base:
         cm.update_state({"facts_add": base, "open_questions_add": base})
@@ -156,7 +156,7 @@ def test_review_scan_finds_the_candidates_of_a_merge_recorded_before_the_queue(t
     sid, _ = repo.new_session(title="t")
     rec = Compaction(session=sid, kind="merge", summary="merged try-b",
                      memory_candidates=({"content": FACT, "kind": "fact"},))
-    cid = repo.store.put_object(rec)
+    cid = repo.objects.put_object(rec)
     with repo.transaction(message="an old merge") as tx:
         tx.append("BranchMerged", "agent", {"branch": "try-b", "summary": "merged try-b"},
                   {"compaction_id": cid})

@@ -9,7 +9,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.porcelain.context import stats as stats_at
 
 from .clitools import Ctx
@@ -85,7 +85,7 @@ def _usage(i: int, o: int) -> dict:
 def test_property_responses_count_once_per_session(main, fork_at, side, repeat):
     """Responses on a tree of branches: the session counts each response id once; each
     branch counts its own line; one branch alone gives both the same figures."""
-    cm = ContextManager.start(Store.memory(), "t", "g")
+    cm = ContextManager.start(Repository.memory(), "t", "g")
     ids = []
     for k, n in enumerate(main):
         ids.append(cm.append_event("ModelResponseReceived", "model",
@@ -112,7 +112,7 @@ def test_property_responses_count_once_per_session(main, fork_at, side, repeat):
 def test_property_running_totals_add_what_each_branch_spent_after_forking(main, fork_at, side):
     """Codex-style running totals: on one line the newest total (the old rule); a branch adds
     only its growth past the report it forked after."""
-    cm = ContextManager.start(Store.memory(), "t", "g")
+    cm = ContextManager.start(Repository.memory(), "t", "g")
     totals, ids, t = [], [], 0
     for g in main:
         t += g

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.compaction import CallableSummarizer, StructuredSummarizer, compact
 from ctxstore.compaction.summarizers import DEFAULT_SUMMARY_TOKENS
 from ctxstore.importers import import_paths
@@ -100,7 +100,7 @@ def test_plan_steps_are_listed_once_with_their_status():
 
 
 def _session(errors: int, writes: int, denied: bool, decisions: int) -> ContextManager:
-    cm = ContextManager.start(Store.memory(), "t", "Make the parser handle tabs.")
+    cm = ContextManager.start(Repository.memory(), "t", "Make the parser handle tabs.")
     cm.update_state({"constraints": {"hard": ["Keep the public API."]},
                      "open_questions_add": ["Do tabs count as one space?"],
                      "decisions_add": [{"decision": f"decision {d}", "rationale": f"reason {d}"}

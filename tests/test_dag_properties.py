@@ -93,7 +93,7 @@ class DagMachine(RuleBasedStateMachine):
 
     @invariant()
     def objects_never_change(self):
-        store = self.repo.store
+        store = self.repo.objects
         for oid, body in self.snap.items():
             assert store.get_raw(oid)[1] == body
         for oid in store:

@@ -30,7 +30,7 @@ def _event(repo, info, type_, payload=None, causality=None, generation=None, raw
     value = Event(type_, "tool", payload or {}, (info["main"],), gen, "",
                   causality or {}).to_dict()
     value.update(raw or {})
-    eid = repo.store.put("event", value)
+    eid = repo.objects.put("event", value)
     _ref(repo, info, eid, name=f"e{eid[:8]}")
     return eid
 
@@ -57,7 +57,7 @@ def test_progress_counts_records_and_the_walk(tmp_path):
     report = fsck_repo.check(repo, full=True, progress=lambda *a: seen.append(a))
     records = [a for a in seen if a[0] == "records"]
     walk = [a for a in seen if a[0] == "connectivity"]
-    total = len(list(repo.store))
+    total = len(list(repo.objects))
     assert records[-1] == ("records", total, total) and report.objects == total
     assert all(type(n) is int and 0 <= n <= t == total for _, n, t in records)
     assert walk and all(type(n) is int and n > 0 and t == 0 for _, n, t in walk)
@@ -68,7 +68,7 @@ def test_progress_counts_records_and_the_walk(tmp_path):
 def _damaged(tmp_path, repo, obj_id):
     """Seal the repository's pack and flip a payload byte of `obj_id`'s record; returns the
     reopened repository, the pack's name and the record's offset."""
-    repo.store.seal_active()
+    repo.objects.seal_active()
     repo.close()
     packs = tmp_path / ".ctx" / "objects" / "packs"
     (name,) = [p for p in os.listdir(packs) if p.endswith(PACK_SUFFIX)]
@@ -135,7 +135,7 @@ def test_events_with_fields_of_the_wrong_type(tmp_path):
 
 def test_artifact_content_must_be_a_blob_or_chunks(tmp_path):
     repo, info = build_repo(tmp_path)
-    art = repo.store.put_object(Artifact("tool_output", info["prompt"], 10))
+    art = repo.objects.put_object(Artifact("tool_output", info["prompt"], 10))
     _event(repo, info, "ArtifactCreated", causality={"artifact_id": art})
     assert _problems(repo) == [
         ("type", art, f"artifact {art} content {info['prompt']} is a event, not a blob or "
@@ -144,12 +144,12 @@ def test_artifact_content_must_be_a_blob_or_chunks(tmp_path):
 
 def test_chunks_manifests_are_checked(tmp_path):
     repo, info = build_repo(tmp_path)
-    blob = repo.store.put_blob(b"abc")
-    bad = repo.store.put("chunks", {"size": 4, "id_of_whole": GHOST, "chunks": [[blob, 3]]})
-    odd = repo.store.put("chunks", {"size": 3, "id_of_whole": GHOST,
+    blob = repo.objects.put_blob(b"abc")
+    bad = repo.objects.put("chunks", {"size": 4, "id_of_whole": GHOST, "chunks": [[blob, 3]]})
+    odd = repo.objects.put("chunks", {"size": 3, "id_of_whole": GHOST,
                                     "chunks": [[info["prompt"], 3]]})
     for manifest in (bad, odd):
-        art = repo.store.put_object(Artifact("tool_output", manifest, 3))
+        art = repo.objects.put_object(Artifact("tool_output", manifest, 3))
         _event(repo, info, "ArtifactCreated", causality={"artifact_id": art})
     problems = [p for p in _problems(repo) if p[0] == "chunks"]
     assert sorted(problems) == sorted([
@@ -159,7 +159,7 @@ def test_chunks_manifests_are_checked(tmp_path):
 
 def test_a_memory_breaking_the_rules_is_named(tmp_path):
     repo, info = build_repo(tmp_path)
-    bad = repo.store.put_object(Memory("project", "/x", "fact", "no sources", ()))
+    bad = repo.objects.put_object(Memory("project", "/x", "fact", "no sources", ()))
     _event(repo, info, "MemoryWritten", payload={"memory_id": bad, "scope": "project",
                                                  "scope_key": "/x"})
     problems = _problems(repo)
@@ -171,7 +171,7 @@ def test_a_memory_breaking_the_rules_is_named(tmp_path):
 
 def test_a_memory_that_is_no_memory_is_named(tmp_path):
     repo, info = build_repo(tmp_path)
-    junk = repo.store.put("memory", {"scope": "global"})  # fields missing: not a Memory
+    junk = repo.objects.put("memory", {"scope": "global"})  # fields missing: not a Memory
     _event(repo, info, "MemoryWritten", payload={"memory_id": junk})
     ((kind, oid, msg),) = _problems(repo)
     assert (kind, oid) == ("memory", junk) and msg.startswith(f"memory {junk}: ")
@@ -193,10 +193,10 @@ def _pending_setup(repo, info, kind="CompactionCompleted"):
     """The session's main tip: a compaction (event `kind`) over a call still pending there."""
     call = _event(repo, info, "ToolCallRequested", payload={"tool_call_id": "c_open"},
                   causality={"tool_call_id": "c_open"})
-    comp = repo.store.put_object(Compaction(session=info["session"], first_event=call,
+    comp = repo.objects.put_object(Compaction(session=info["session"], first_event=call,
                                             last_event=call, first_kept="",
                                             source_event_ids=(call,)))
-    tip = repo.store.put("event", Event(kind, "system", {}, (call,),
+    tip = repo.objects.put("event", Event(kind, "system", {}, (call,),
                                         repo.graph.generation(call) + 1, "",
                                         {"compaction_id": comp}).to_dict())
     repo.refs.set_if_equals(f"refs/sessions/{info['session']}/main", info["main"], tip)
@@ -225,9 +225,9 @@ def test_a_compaction_over_a_line_with_a_missing_event(tmp_path):
     missing event and the range are reported, nothing crashes."""
     repo, info = build_repo(tmp_path)
     gen = repo.graph.generation(info["main"]) + 5
-    orphan = repo.store.put("event", Event("MessageAdded", "agent", {}, (GHOST,), gen,
+    orphan = repo.objects.put("event", Event("MessageAdded", "agent", {}, (GHOST,), gen,
                                            "").to_dict())
-    comp = repo.store.put_object(Compaction(session=info["session"], first_event=info["prompt"],
+    comp = repo.objects.put_object(Compaction(session=info["session"], first_event=info["prompt"],
                                             last_event=orphan, first_kept="",
                                             source_event_ids=(orphan,)))
     _event(repo, info, "CompactionCompleted", causality={"compaction_id": comp},
@@ -288,10 +288,10 @@ def test_a_store_without_packs_is_rehashed(tmp_path):
     """A repository over another store (here in memory) has each object re-hashed: a body
     that does not hash to its id is named, and every object is counted."""
     repo = Repository.memory()
-    ids = [repo.store.put("value", {"n": i}) for i in range(3)]
+    ids = [repo.objects.put("value", {"n": i}) for i in range(3)]
     report = fsck_repo.check(repo)
     assert report.ok and report.objects == 3
-    repo.store._objects[ids[1]] = ("value", b"\x01")
+    repo.objects._objects[ids[1]] = ("value", b"\x01")
     report = fsck_repo.check(repo)
     assert report.objects == 3
     assert [(p.kind, p.id, p.message) for p in report.problems] == [
@@ -312,7 +312,7 @@ def test_report_as_json_names_its_fields(tmp_path):
     repo, info = build_repo(tmp_path)
     ev = _event(repo, info, "MessageAdded", generation=99)
     out = fsck_repo.check(repo, full=True).to_dict()
-    assert out["ok"] is False and out["objects"] == len(list(repo.store))
+    assert out["ok"] is False and out["objects"] == len(list(repo.objects))
     assert [p["id"] for p in out["problems"]] == [ev] and out["problems"][0]["kind"] == \
         "generation"
 
@@ -339,14 +339,14 @@ def test_a_compaction_that_replaced_nothing_may_have_no_range(tmp_path):
     """No range and no sources: a compaction the source recorded without replacing anything.
     Sources with no range, or half a range, are problems."""
     repo, info = build_repo(tmp_path)
-    empty = repo.store.put_object(Compaction(session=info["session"], first_event="",
+    empty = repo.objects.put_object(Compaction(session=info["session"], first_event="",
                                              last_event="", first_kept=""))
     _event(repo, info, "CompactionCompleted", causality={"compaction_id": empty})
     assert _problems(repo) == []
-    sourced = repo.store.put_object(Compaction(session=info["session"], first_event="",
+    sourced = repo.objects.put_object(Compaction(session=info["session"], first_event="",
                                                last_event="", first_kept="",
                                                source_event_ids=(info["prompt"],)))
-    half = repo.store.put_object(Compaction(session=info["session"], first_event="",
+    half = repo.objects.put_object(Compaction(session=info["session"], first_event="",
                                             last_event=info["prompt"], first_kept=""))
     for comp in (sourced, half):
         _event(repo, info, "CompactionCompleted", causality={"compaction_id": comp})
@@ -357,7 +357,7 @@ def test_a_compaction_that_replaced_nothing_may_have_no_range(tmp_path):
 
 
 def _compaction_event(repo, info, **fields):
-    comp = repo.store.put_object(Compaction(session=info["session"], **fields))
+    comp = repo.objects.put_object(Compaction(session=info["session"], **fields))
     _event(repo, info, "CompactionCompleted", causality={"compaction_id": comp})
     return comp
 
@@ -394,9 +394,9 @@ def test_compaction_ranges_each_fault_in_words(tmp_path):
 
 def test_a_chunked_artifact_with_blob_chunks_is_clean(tmp_path):
     repo, info = build_repo(tmp_path)
-    a, b = repo.store.put_blob(b"abc"), repo.store.put_blob(b"de")
-    manifest = repo.store.put("chunks", {"size": 5, "id_of_whole": GHOST,
+    a, b = repo.objects.put_blob(b"abc"), repo.objects.put_blob(b"de")
+    manifest = repo.objects.put("chunks", {"size": 5, "id_of_whole": GHOST,
                                          "chunks": [[a, 3], [b, 2]]})
-    art = repo.store.put_object(Artifact("tool_output", manifest, 5))
+    art = repo.objects.put_object(Artifact("tool_output", manifest, 5))
     _event(repo, info, "ArtifactCreated", causality={"artifact_id": art})
     assert _problems(repo) == []

@@ -28,8 +28,8 @@ def source(tmp_path_factory):
     cm.add_assistant_message("ok", tool_calls=[{"id": "c9", "name": "bash", "args": {"x": 1}}])
     cm.record_tool_result("c9", "out\n" * 3000)
     cm.build_context(budget=8000, record=True)
-    repo.store.flush()
-    graph = oracle.ObjectGraph(repo.store)
+    repo.objects.flush()
+    graph = oracle.ObjectGraph(repo.objects)
     roots = oracle.roots(path / ".ctx", graph)
     live = graph.closure(roots)
     repo.close()
@@ -41,8 +41,8 @@ def _copy_without(src, dst, graph, victim):
     repo = Repository.init(dst)
     src_repo = Repository.open(src)
     for oid in sorted(graph.ids - {victim}):
-        type_name, body = src_repo.store.get_raw(oid)
-        repo.store.put_body(type_name, body, oid)
+        type_name, body = src_repo.objects.get_raw(oid)
+        repo.objects.put_body(type_name, body, oid)
     src_repo.close()
     repo.close()
     for name in ("refs", "logs"):

@@ -25,14 +25,14 @@ def test_healthy_repo_has_no_problems(tmp_path):
     repo, _ = build_repo(tmp_path)
     seen = []
     report = fsck_repo.check(repo, full=True, progress=lambda *a: seen.append(a))
-    assert report.problems == [] and report.objects == len(list(repo.store))
+    assert report.problems == [] and report.objects == len(list(repo.objects))
     assert {s[0] for s in seen} == {"records", "connectivity"}
 
 
 def test_missing_object_is_named_with_its_referrer(tmp_path):
     repo, info = build_repo(tmp_path)
-    msg = repo.store.put_object(Message("tool", (ToolResultBlock("t", output_ref=GHOST),)))
-    ev = repo.store.put_object(Event("MessageAdded", "agent", {}, (info["main"],),
+    msg = repo.objects.put_object(Message("tool", (ToolResultBlock("t", output_ref=GHOST),)))
+    ev = repo.objects.put_object(Event("MessageAdded", "agent", {}, (info["main"],),
                                      repo.graph.generation(info["main"]) + 1, "",
                                      {"message_id": msg}))
     _point(repo, info, ev)
@@ -43,7 +43,7 @@ def test_missing_object_is_named_with_its_referrer(tmp_path):
 
 def test_wrong_generation(tmp_path):
     repo, info = build_repo(tmp_path)
-    ev = repo.store.put_object(Event("MessageAdded", "agent", {}, (info["main"],), 99, ""))
+    ev = repo.objects.put_object(Event("MessageAdded", "agent", {}, (info["main"],), 99, ""))
     _point(repo, info, ev)
     problems = fsck_repo.check(repo, full=True).problems
     assert [(p.kind, p.id) for p in problems] == [("generation", ev)]
@@ -53,7 +53,7 @@ def test_wrong_generation(tmp_path):
 def test_split_tool_pair(tmp_path):
     repo, info = build_repo(tmp_path)
     gen = repo.graph.generation(info["main"]) + 1
-    ev = repo.store.put_object(Event("ToolCallFinished", "tool", {"tool_call_id": "toolu_zz"},
+    ev = repo.objects.put_object(Event("ToolCallFinished", "tool", {"tool_call_id": "toolu_zz"},
                                      (info["main"],), gen, "", {"tool_call_id": "toolu_zz"}))
     _point(repo, info, ev)
     problems = fsck_repo.check(repo, full=True).problems
@@ -62,11 +62,11 @@ def test_split_tool_pair(tmp_path):
 
 def test_invalid_compaction_range(tmp_path):
     repo, info = build_repo(tmp_path)
-    comp = repo.store.put_object(Compaction(session=info["session"], first_event=info["result"],
+    comp = repo.objects.put_object(Compaction(session=info["session"], first_event=info["result"],
                                             last_event=info["prompt"], first_kept=info["root"],
                                             source_event_ids=(GHOST,)))
     gen = repo.graph.generation(info["main"]) + 1
-    ev = repo.store.put_object(Event("CompactionCompleted", "system", {}, (info["main"],), gen,
+    ev = repo.objects.put_object(Event("CompactionCompleted", "system", {}, (info["main"],), gen,
                                      "", {"compaction_id": comp}))
     _point(repo, info, ev)
     problems = fsck_repo.check(repo, full=True).problems
@@ -77,10 +77,10 @@ def test_invalid_compaction_range(tmp_path):
 
 def test_compaction_range_not_on_first_parent_line(tmp_path):
     repo, info = build_repo(tmp_path)
-    comp = repo.store.put_object(Compaction(session=info["session"], first_event=info["result"],
+    comp = repo.objects.put_object(Compaction(session=info["session"], first_event=info["result"],
                                             last_event=info["prompt"], first_kept=info["call"]))
     gen = repo.graph.generation(info["main"]) + 1
-    ev = repo.store.put_object(Event("CompactionCompleted", "system", {}, (info["main"],), gen,
+    ev = repo.objects.put_object(Event("CompactionCompleted", "system", {}, (info["main"],), gen,
                                      "", {"compaction_id": comp}))
     _point(repo, info, ev)
     problems = fsck_repo.check(repo, full=True).problems
@@ -99,7 +99,7 @@ def test_ref_to_missing_and_to_non_event(tmp_path):
 
 def test_damaged_record(tmp_path):
     repo, info = build_repo(tmp_path)
-    repo.store.seal_active()
+    repo.objects.seal_active()
     repo.close()
     packs = tmp_path / ".ctx" / "objects" / "packs"
     (pack,) = [p for p in os.listdir(packs) if p.endswith(PACK_SUFFIX)]

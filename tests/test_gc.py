@@ -31,7 +31,7 @@ DAY_MS = 86400 * 1000
 
 def _garbage_repo(path, n_garbage: int = 50, events: int = 6):
     repo, info = build_repo(path, events=events)
-    garbage = [repo.store.put_blob(os.urandom(64) + b"%d" % i) for i in range(n_garbage)]
+    garbage = [repo.objects.put_blob(os.urandom(64) + b"%d" % i) for i in range(n_garbage)]
     # a deleted branch whose history is only in a reflog entry (unexpired: must survive)
     ref = f"refs/sessions/{info['session']}/tmp"
     with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
@@ -41,13 +41,13 @@ def _garbage_repo(path, n_garbage: int = 50, events: int = 6):
         side = tx.append("MessageAdded", "agent", {"role": "custom", "text": "side"})
     repo.refs.set_if_equals(ref, side, None, message="deleted")
     info["side"] = side
-    repo.store.flush()
+    repo.objects.flush()
     return repo, info, garbage
 
 
 def _live(repo, **expiry):
     """The oracle's answer: what gc must keep in this repository now."""
-    return oracle.live(repo.path, repo.store, **expiry)
+    return oracle.live(repo.path, repo.objects, **expiry)
 
 
 def _assert_exactly(path, live, **expiry):
@@ -55,9 +55,9 @@ def _assert_exactly(path, live, **expiry):
     there that the roots after it (gc itself may add an operation) do not reach."""
     repo = Repository.open(path)
     try:
-        graph = oracle.ObjectGraph(repo.store)  # re-reads and re-hashes every object
+        graph = oracle.ObjectGraph(repo.objects)  # re-reads and re-hashes every object
         assert live - graph.ids == set(), "gc lost live objects"
-        assert graph.ids - oracle.live(path / ".ctx", repo.store, **expiry) == set(), \
+        assert graph.ids - oracle.live(path / ".ctx", repo.objects, **expiry) == set(), \
             "gc kept garbage"
     finally:
         repo.close()
@@ -67,17 +67,17 @@ def test_gc_removes_garbage_and_keeps_everything_reachable(tmp_path):
     repo, info, garbage = _garbage_repo(tmp_path)
     live = _live(repo)
     assert info["side"] in live and not live & set(garbage)
-    assert len(live) < len(repo.store)
+    assert len(live) < len(repo.objects)
     dry = pm.gc(repo, prune="now", dry_run=True)
-    assert dry.objects_removed == len(repo.store) - len(live)
-    assert all(g in repo.store for g in garbage)
+    assert dry.objects_removed == len(repo.objects) - len(live)
+    assert all(g in repo.objects for g in garbage)
     res = pm.gc(repo, prune="now")
     assert res.objects_removed == dry.objects_removed
     assert res.bytes_after < res.bytes_before
     repo.close()
     _assert_exactly(tmp_path, live)
     repo = Repository.open(tmp_path)
-    assert list(verify(repo.store)) == []
+    assert list(verify(repo.objects)) == []
 
 
 def test_detached_head_is_a_root(tmp_path):
@@ -106,7 +106,7 @@ def test_grace_period_keeps_new_packs(tmp_path):
     repo, _, garbage = _garbage_repo(tmp_path)
     res = pm.gc(repo)  # default 2.weeks.ago: everything is newer
     assert res.objects_removed == 0
-    assert all(g in repo.store for g in garbage)
+    assert all(g in repo.objects for g in garbage)
 
 
 def test_expired_reflog_entries_stop_protecting(tmp_path):
@@ -120,7 +120,7 @@ def test_expired_reflog_entries_stop_protecting(tmp_path):
     assert info["side"] not in live
     res = pm.gc(repo, prune="now", now=later)
     assert res.reflog_expired >= 2
-    assert info["side"] not in repo.store
+    assert info["side"] not in repo.objects
     assert repo.refs.reflog(ref) == []
     assert len(res.operations_expired) == n_ops > 0  # what undo can no longer restore
     repo.close()
@@ -137,7 +137,7 @@ def test_young_operations_keep_what_undo_needs(tmp_path):
     assert info["side"] in live  # only operations of the last 90 days name it now
     res = pm.gc(repo, prune="now")
     assert res.reflog_expired == len(aged) and res.operations_expired == []
-    assert info["side"] in repo.store  # an operation of the last 90 days names it
+    assert info["side"] in repo.objects  # an operation of the last 90 days names it
     repo.close()
     _assert_exactly(tmp_path, live)
 
@@ -191,9 +191,9 @@ def _many_packs(path, rounds: int = 4):
             for i in range(20):
                 tx.append("MessageAdded", "agent", {"role": "custom", "text": f"r{r} {i}"})
         for i in range(30):
-            repo.store.put_blob(b"dead %d %d" % (r, i) + os.urandom(8))
-        repo.store.flush()
-        repo.store.seal_active()
+            repo.objects.put_blob(b"dead %d %d" % (r, i) + os.urandom(8))
+        repo.objects.flush()
+        repo.objects.seal_active()
     return repo
 
 
@@ -218,7 +218,7 @@ def test_gc_killed_at_each_step_never_loses_a_reachable_object(tmp_path):
     template = tmp_path / "template"
     repo = _many_packs(template)
     live = _live(repo)
-    assert len(live) < len(repo.store)  # there is garbage to delete
+    assert len(live) < len(repo.objects)  # there is garbage to delete
     repo.close()
     steps = _steps_of_a_full_gc(template, tmp_path / "full")
     # every real step, including one delete per candidate pack
@@ -233,9 +233,9 @@ def test_gc_killed_at_each_step_never_loses_a_reachable_object(tmp_path):
         code = _run_gc_child(_gc_child, (str(work / ".ctx"), kill_at, None))
         assert code == -signal.SIGKILL, f"not killed at step {kill_at} ({name})"
         repo = Repository.open(work)
-        graph = oracle.ObjectGraph(repo.store)
+        graph = oracle.ObjectGraph(repo.objects)
         assert live <= graph.ids, f"killed after {name}: live objects lost"
-        assert [p for p in verify(repo.store) if p.kind != "pack"] == []
+        assert [p for p in verify(repo.objects) if p.kind != "pack"] == []
         pm.gc(repo, prune="now")  # a later gc finishes the job
         repo.close()
         _assert_exactly(work, live)
@@ -257,7 +257,7 @@ def test_gc_killed_at_random_times(tmp_path):
         proc.join(60)
         check = Repository.open(tmp_path)
         for obj_id in live:
-            check.store.get_raw(obj_id)
+            check.objects.get_raw(obj_id)
         check.close()
 
 
@@ -266,7 +266,7 @@ def scratch_branch(repo, info) -> tuple[str, str]:
     ref = f"refs/sessions/{info['session']}/scratch"
     repo.refs.set_if_equals(ref, None, info["main"])
     with repo.transaction(ref) as tx:
-        msg = repo.store.put_blob(b"scratch output " * 40)
+        msg = repo.objects.put_blob(b"scratch output " * 40)
         tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch"},
                   {"artifact_id": msg})
         tip = tx.append("MessageAdded", "agent", {"role": "custom", "text": "scratch 2"})
@@ -279,9 +279,9 @@ def _reset_away(path):
     repo, info = build_repo(path)
     ref, tip = scratch_branch(repo, info)
     repo.refs.set_if_equals(ref, tip, None, message="deleted")
-    repo.store.flush()
+    repo.objects.flush()
     live = _live(repo, expire_days=0, unreachable_days=0)
-    gone = oracle.ObjectGraph(repo.store).closure([tip]) - live
+    gone = oracle.ObjectGraph(repo.objects).closure([tip]) - live
     return repo, ref, tip, gone
 
 
@@ -290,12 +290,12 @@ def test_gc_keeps_what_a_concurrent_writer_deduplicated_and_named(tmp_path):
     # written again) and moves a ref to them; then gc deletes. Nothing may dangle.
     repo, ref, tip, gone = _reset_away(tmp_path)
     assert len(gone) >= 3
-    before = set(repo.store)
+    before = set(repo.objects)
 
     def step(name: str) -> None:
         if name == "marked":  # after the mark, before anything is deleted
             writer = Repository.open(tmp_path)
-            assert all(obj_id in writer.store for obj_id in gone)  # deduplicated, not written
+            assert all(obj_id in writer.objects for obj_id in gone)  # deduplicated, not written
             writer.refs.set_if_equals(ref, None, tip, message="re-import")
             writer.close()
 
@@ -306,11 +306,11 @@ def test_gc_keeps_what_a_concurrent_writer_deduplicated_and_named(tmp_path):
     # off (seen once in a loaded full-suite run: 4 removed, 3 operations expired) then says
     # the accounting is off, not that an object went
     assert fsck_repo.check(repo, full=True).problems == []
-    assert repo.refs.read(ref) == tip and all(obj_id in repo.store for obj_id in gone)
+    assert repo.refs.read(ref) == tip and all(obj_id in repo.objects for obj_id in gone)
     assert res.objects_rescued == len(gone), res
     # the only garbage at the mark was named again; what goes is the expired operations,
     # exactly (read off the store, not gc's count)
-    assert before - set(repo.store) == set(res.operations_expired) != set(), res
+    assert before - set(repo.objects) == set(res.operations_expired) != set(), res
     # gc's count is of records, not objects: in about one run in four under load it says 4
     # while exactly the 3 expired operations left the store (checked above) — most likely a
     # duplicate record (two processes stored one object) counted twice. Known, left for its
@@ -327,10 +327,10 @@ def test_gc_deletes_nothing_while_another_process_has_the_store_open(tmp_path):
 
     def step(name: str) -> None:
         if name == "marked":
-            assert tip in writer.store  # a look-up: the writer now holds the shared gc lock
+            assert tip in writer.objects  # a look-up: the writer now holds the shared gc lock
             holder.append(name)
 
-    packs = repo.store.packs_dir
+    packs = repo.objects.packs_dir
     files = sorted(os.listdir(packs))
     with pytest.raises(LockHeld, match="gc deleted nothing"):
         pm.gc(repo, prune="now", expire="now", expire_unreachable="now", step=step, wait=0.2)
@@ -340,7 +340,7 @@ def test_gc_deletes_nothing_while_another_process_has_the_store_open(tmp_path):
     assert fsck_repo.check(repo, full=True).problems == []
     res = pm.gc(repo, prune="now", expire="now", expire_unreachable="now", wait=5)
     assert res.packs_after == 1 and fsck_repo.check(repo, full=True).problems == []
-    assert all(obj_id in repo.store for obj_id in gone)  # named again before it could go
+    assert all(obj_id in repo.objects for obj_id in gone)  # named again before it could go
 
 
 def test_a_writer_waits_for_gcs_exclusive_step(tmp_path):
@@ -362,8 +362,8 @@ def test_a_writer_waits_for_gcs_exclusive_step(tmp_path):
 def test_gc_reports_fewer_bytes_after_removing_garbage(tmp_path):
     # a little garbage in an active pack: sealing adds an index that gc must not count as its own
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"tiny garbage")
-    repo.store.flush()
+    repo.objects.put_blob(b"tiny garbage")
+    repo.objects.flush()
     res = pm.gc(repo, prune="now")
     assert res.objects_removed == 1 and res.bytes_before > res.bytes_after
 
@@ -375,7 +375,7 @@ def _gc_rescue_child(path: str, ref: str, tip: str, gone: list[str], kill_at: in
     def step(name: str) -> None:
         if name == "marked":
             writer = Repository.open(path)
-            assert all(obj_id in writer.store for obj_id in gone)
+            assert all(obj_id in writer.objects for obj_id in gone)
             writer.refs.set_if_equals(ref, None, tip, message="re-import")
             writer.close()
         calls[0] += 1
@@ -394,9 +394,9 @@ def test_gc_killed_while_rescuing_never_loses_what_was_named_again(tmp_path):
     template = tmp_path / "template"
     repo, ref, tip, gone = _reset_away(template)
     for r in range(3):  # more candidate packs to delete
-        repo.store.put_blob(b"dead %d" % r + os.urandom(8))
-        repo.store.flush()
-        repo.store.seal_active()
+        repo.objects.put_blob(b"dead %d" % r + os.urandom(8))
+        repo.objects.flush()
+        repo.objects.seal_active()
     repo.close()
     args = (ref, tip, sorted(gone))
     full = tmp_path / "full"
@@ -416,7 +416,7 @@ def test_gc_killed_while_rescuing_never_loses_what_was_named_again(tmp_path):
             assert repo.refs.read(ref) == tip
             assert gone <= _live(repo)
         live = _live(repo)
-        assert live <= oracle.ObjectGraph(repo.store).ids, f"killed after {name}: objects lost"
+        assert live <= oracle.ObjectGraph(repo.objects).ids, f"killed after {name}: objects lost"
         assert fsck_repo.check(repo, full=True).problems == []
         pm.gc(repo, prune="now")
         assert fsck_repo.check(repo, full=True).problems == []

@@ -84,8 +84,8 @@ def test_roots_follow_expiry(tmp_path):
 
 def test_dry_run_gc_reports_without_touching(tmp_path):
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
     packs = sorted(p.name for p in (tmp_path / ".ctx" / "objects" / "packs").iterdir())
     res = pm.gc(repo, prune="now", dry_run=True)
     assert res.dry_run and res.prune == "now" and res.objects_removed == 1
@@ -129,16 +129,16 @@ def test_snapshots_of_live_events_survive_and_others_go(tmp_path):
                  for b, t in lines.items()}
     assert by_branch["keep"] and by_branch["scratch"] and not by_branch["keep"] & by_branch["scratch"]
     repo.refs.set_if_equals(f"refs/sessions/{sid}/scratch", lines["scratch"], None)
-    repo.store.flush()
-    live = oracle.live(tmp_path / ".ctx", repo.store, expire_days=0, unreachable_days=0)
+    repo.objects.flush()
+    live = oracle.live(tmp_path / ".ctx", repo.objects, expire_days=0, unreachable_days=0)
     assert by_branch["keep"] <= live and not by_branch["scratch"] & live
     pm.gc(repo, prune="now", expire="now", expire_unreachable="now")
     repo.close()
     repo = Repository.open(tmp_path)
-    left = oracle.ObjectGraph(repo.store).ids
+    left = oracle.ObjectGraph(repo.objects).ids
     assert live <= left and not by_branch["scratch"] & left  # kept ones there, the others gone
-    graph = oracle.ObjectGraph(repo.store)
-    extra = left - oracle.live(tmp_path / ".ctx", repo.store, expire_days=0, unreachable_days=0)
+    graph = oracle.ObjectGraph(repo.objects)
+    extra = left - oracle.live(tmp_path / ".ctx", repo.objects, expire_days=0, unreachable_days=0)
     # only the operation gc wrote for its own reflog expiry, in a pack younger than --prune
     assert {graph.types[x] for x in extra} <= {"operation"} and len(extra) <= 1
 
@@ -156,9 +156,9 @@ def test_gc_refuses_while_another_gc_or_consolidation_runs(tmp_path):
     from ctxstore.store.repack import RepackLock
 
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
-    with RepackLock(repo.store.packs_dir):
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
+    with RepackLock(repo.objects.packs_dir):
         with pytest.raises(LockHeld, match="another gc or pack consolidation is running"):
             pm.gc(repo, prune="now")
         assert pm.gc(repo, prune="now", dry_run=True).objects_removed == 1  # a dry run reads only
@@ -176,7 +176,7 @@ def test_gc_judges_every_age_by_its_now(tmp_path):
     with repo.transaction(scratch) as tx:
         side = tx.append("MessageAdded", "agent", {"role": "custom", "text": "side"})
     repo.refs.set_if_equals(scratch, side, None, message="deleted")
-    repo.store.flush()
+    repo.objects.flush()
     entries = sum(len(repo.refs.reflog(n)) for n in pm.reflog_names(repo))
     today = pm.gc(repo, prune="2.weeks.ago")  # everything is new: nothing goes
     assert today.objects_removed == 0 and today.reflog_expired == 0
@@ -188,14 +188,14 @@ def test_gc_judges_every_age_by_its_now(tmp_path):
     from ctxstore.repo import Repository
 
     repo = Repository.open(tmp_path)
-    assert side in repo.store
+    assert side in repo.objects
     left = sum(len(repo.refs.reflog(n)) for n in pm.reflog_names(repo))
     res = pm.gc(repo, prune="2.weeks.ago", now=time.time() + 100 * DAY)  # past --expire too
     assert res.reflog_expired == left and res.operations_expired
     assert all(repo.refs.reflog(n) == [] for n in pm.reflog_names(repo))
     repo.close()
     repo = Repository.open(tmp_path)
-    assert side not in repo.store  # nothing names it any more
+    assert side not in repo.objects  # nothing names it any more
 
 
 def test_gc_reports_progress_and_missing_objects(tmp_path):
@@ -204,7 +204,7 @@ def test_gc_reports_progress_and_missing_objects(tmp_path):
     with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
         tx.append("MessageAdded", "agent", {"role": "custom", "text": "names a ghost"},
                   {"message_id": ghost})
-    repo.store.flush()
+    repo.objects.flush()
     calls = []
     packs = tmp_path / ".ctx" / "objects" / "packs"
     before = sorted(p.name for p in packs.glob("pack-*"))
@@ -226,8 +226,8 @@ def test_gc_seals_every_idle_active_pack(tmp_path):
     from tests.oracles import reachability as oracle
 
     repo, _ = build_repo(tmp_path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     objects = tmp_path / ".ctx" / "objects"
     writers = [PackStore(objects) for _ in range(4)]  # live at once: four active packs
     garbage = [w.put_blob(b"idle garbage %d" % i) for i, w in enumerate(writers)]
@@ -236,10 +236,10 @@ def test_gc_seals_every_idle_active_pack(tmp_path):
     packs = objects / "packs"
     active = [p for p in packs.glob("*.pack") if not p.with_suffix(".idx").exists()]
     assert len(active) >= 4
-    live = oracle.live(tmp_path / ".ctx", repo.store)
+    live = oracle.live(tmp_path / ".ctx", repo.objects)
     res = pm.gc(repo, prune="now")
     assert res.objects_removed == len(garbage) and res.packs_after == 1
     repo.close()
     repo = Repository.open(tmp_path)
-    assert oracle.ObjectGraph(repo.store).ids == live
+    assert oracle.ObjectGraph(repo.objects).ids == live
     assert all(p.with_suffix(".idx").exists() for p in packs.glob("*.pack"))

@@ -30,7 +30,7 @@ MONTH = 30 * 86400
 
 
 def _sealed_packs(repo) -> list[str]:
-    d = repo.store.packs_dir
+    d = repo.objects.packs_dir
     return sorted(os.path.join(d, n) for n in os.listdir(d)
                   if n.startswith(PREFIX) and n.endswith(PACK_SUFFIX)
                   and os.path.exists(os.path.join(d, n[:-len(PACK_SUFFIX)] + IDX_SUFFIX)))
@@ -78,12 +78,12 @@ def test_gc_copies_nothing_that_a_newer_pack_already_holds(tmp_path):
     """A live object in both an old pack and a pack too new to rewrite stays in the new one
     only: gc writes no second copy of it."""
     repo, _ = build_repo(tmp_path)
-    garbage = repo.store.put_blob(b"old garbage")
-    repo.store.flush()
-    repo.store.seal_active()
+    garbage = repo.objects.put_blob(b"old garbage")
+    repo.objects.flush()
+    repo.objects.seal_active()
     (old,) = _sealed_packs(repo)
     # the same records again, in a pack written just now (as a crashed gc leaves them)
-    twin = os.path.join(repo.store.packs_dir, PREFIX + "f" * 40)
+    twin = os.path.join(repo.objects.packs_dir, PREFIX + "f" * 40)
     shutil.copy(old, twin + PACK_SUFFIX)
     shutil.copy(old[:-len(PACK_SUFFIX)] + IDX_SUFFIX, twin + IDX_SUFFIX)
     _age(old, MONTH)
@@ -103,18 +103,18 @@ def _scratch_in_an_old_pack(path):
     """A session whose deleted `scratch` branch's objects are alone in one month-old pack;
     everything else is in packs written now. Returns (repo, ref, tip, the scratch objects)."""
     repo, info = build_repo(path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     before = set(_sealed_packs(repo))
     ref, tip = scratch_branch(repo, info)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     (scratch_pack,) = set(_sealed_packs(repo)) - before
     repo.refs.set_if_equals(ref, tip, None, message="deleted")
-    repo.store.flush()
+    repo.objects.flush()
     _age(scratch_pack, MONTH)
     live = _live(repo, expire_days=0, unreachable_days=0)
-    gone = oracle.ObjectGraph(repo.store).closure([tip]) - live
+    gone = oracle.ObjectGraph(repo.objects).closure([tip]) - live
     return repo, ref, tip, gone, scratch_pack
 
 
@@ -138,14 +138,14 @@ def test_objects_named_again_survive_when_nothing_else_in_their_pack_was_live(tm
     repo.close()
     repo = Repository.open(tmp_path)
     assert repo.graph.event(repo.refs.read(ref)).parents == (tip,)
-    assert all(oid in repo.store for oid in gone)
+    assert all(oid in repo.objects for oid in gone)
     assert res.objects_rescued == len(gone)
     assert not os.path.exists(scratch_pack)
     # every pack but the old one was too new to rewrite: all kept, plus the rescue pack
     assert res.kept_packs == res.packs_before - 1 and res.packs_after == res.packs_before
     # of the old pack, exactly what is live now is left (the newer packs are kept whole)
     live = _live(repo, expire_days=0, unreachable_days=0)
-    assert {oid for oid in in_old_pack if oid in repo.store} == in_old_pack & live
+    assert {oid for oid in in_old_pack if oid in repo.objects} == in_old_pack & live
     repo.close()
 
 
@@ -170,7 +170,7 @@ def test_a_missing_object_named_between_the_marks_refuses_before_any_delete(tmp_
     repo.close()
     assert os.path.exists(scratch_pack)
     repo = Repository.open(tmp_path)
-    assert all(oid in repo.store for oid in gone)
+    assert all(oid in repo.objects for oid in gone)
     repo.close()
 
 
@@ -198,13 +198,13 @@ def test_a_disk_that_fails_while_rescuing_loses_nothing(tmp_path, monkeypatch):
               wait=5)
     assert err.value.errno == errno.ENOSPC and len(calls) == 1
     assert os.path.exists(scratch_pack)  # nothing deleted
-    assert not [n for n in os.listdir(repo.store.packs_dir) if n.startswith("tmp-")]
+    assert not [n for n in os.listdir(repo.objects.packs_dir) if n.startswith("tmp-")]
     repo.close()
     monkeypatch.setattr(rp, "write_file_atomically", real)
     repo = Repository.open(tmp_path)
-    assert all(oid in repo.store for oid in gone)
+    assert all(oid in repo.objects for oid in gone)
     pm.gc(repo, prune="now")
-    assert all(oid in repo.store for oid in gone)
+    assert all(oid in repo.objects for oid in gone)
     assert fsck_repo.check(repo, full=True).problems == []
     repo.close()
 
@@ -213,7 +213,7 @@ def test_gc_refuses_a_damaged_ref_before_expiring_any_reflog(tmp_path):
     """A ref file that cannot be read may be the only root of a history: gc stops before its
     first change, so the reflog lines that also name that history are still there."""
     repo, info = build_repo(tmp_path)
-    repo.store.flush()
+    repo.objects.flush()
     logs = {n: repo.refs.reflog(n) for n in pm.reflog_names(repo)}
     damaged = tmp_path / ".ctx" / "refs" / "sessions" / info["session"] / "alt"
     damaged.write_text("not an id\n")
@@ -235,7 +235,7 @@ def test_a_dry_run_counts_every_readable_pack_past_a_damaged_one(tmp_path):
     counts = {p: len(list(Pack(p, sealed=True).ids())) for p in packs}
     with open(first[:-len(PACK_SUFFIX)] + IDX_SUFFIX, "r+b") as f:
         f.truncate(10)  # an index that cannot be read
-    res = rp.repack(repo.store, set(), float("inf"), dry_run=True)
+    res = rp.repack(repo.objects, set(), float("inf"), dry_run=True)
     assert res.objects_before == sum(n for p, n in counts.items() if p != first)
     assert res.objects_removed == res.objects_before  # nothing is live here
     assert sorted(res.removed_packs) == sorted(p for p in packs if p != first)
@@ -251,11 +251,11 @@ def test_gc_gives_back_every_descriptor_it_opened(tmp_path):
     """A long-lived process (the LangGraph saver, `ctx serve`) runs gc many times: no pack,
     index or temp file stays open after it, whichever way the rewrite ends."""
     repo, _ = build_repo(tmp_path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
 
     def gc_opens_nothing(**kw):
-        repo.store.get_raw(next(iter(repo.store)))  # the store's own descriptors, opened now
+        repo.objects.get_raw(next(iter(repo.objects)))  # the store's own descriptors, opened now
         before = _open_fds()
         res = pm.gc(repo, prune="now", **kw)
         left = dict(_open_fds().items() - before.items())
@@ -263,8 +263,8 @@ def test_gc_gives_back_every_descriptor_it_opened(tmp_path):
         return res
 
     gc_opens_nothing(retrain=False)  # one pack, nothing dead, no new dictionary
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
     assert gc_opens_nothing(dry_run=True).objects_removed == 1
     assert gc_opens_nothing().objects_removed == 1
     repo.close()
@@ -274,29 +274,29 @@ def test_a_read_error_while_copying_leaves_no_temp_file_or_descriptor(tmp_path, 
     """An I/O error reading a candidate pack stops gc with that error; the half-written new
     pack is removed and closed, and every object is still where it was."""
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
-    everything = set(repo.store)
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
+    everything = set(repo.objects)
 
     writing = []
 
     def failing_disk(*_a, **_kw):
-        writing.extend(n for n in os.listdir(repo.store.packs_dir) if n.startswith("tmp-"))
+        writing.extend(n for n in os.listdir(repo.objects.packs_dir) if n.startswith("tmp-"))
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(rp, "copy_records", failing_disk)
-    repo.store.get_raw(next(iter(repo.store)))
+    repo.objects.get_raw(next(iter(repo.objects)))
     before = _open_fds()
     with pytest.raises(OSError) as err:
         pm.gc(repo, prune="now")
     assert err.value.errno == errno.EIO
     assert writing  # the half-written pack was in packs/, where a later gc would find it
     assert dict(_open_fds().items() - before.items()) == {}
-    assert not [n for n in os.listdir(repo.store.packs_dir) if n.startswith("tmp-")]
+    assert not [n for n in os.listdir(repo.objects.packs_dir) if n.startswith("tmp-")]
     monkeypatch.undo()
     repo.close()
     repo = Repository.open(tmp_path)
-    assert set(repo.store) == everything
+    assert set(repo.objects) == everything
     repo.close()
 
 
@@ -318,8 +318,8 @@ def _left_by_dead_writers(tmp_path, busy: list | None = None):
     from ctxstore.store.packstore import PackStore
 
     repo, _ = build_repo(tmp_path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     (sealed,) = _sealed_packs(repo)
     _rename_pack(sealed, "0" * 40)
     objects = tmp_path / ".ctx" / "objects"
@@ -365,20 +365,20 @@ def test_sealing_idle_packs_goes_past_sealed_damaged_and_busy_ones(tmp_path):
     repo, damaged, good, blobs = _left_by_dead_writers(tmp_path, busy=at_work)
     ((lock, busy),) = at_work
     assert lock is not None
-    assert rp.seal_idle(repo.store.packs_dir) == good  # not sealed, damaged or busy ones
+    assert rp.seal_idle(repo.objects.packs_dir) == good  # not sealed, damaged or busy ones
     assert not os.path.exists(busy[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
     os.close(lock)  # its writer is gone now: idle
-    assert rp.seal_idle(repo.store.packs_dir) == [busy]
+    assert rp.seal_idle(repo.objects.packs_dir) == [busy]
     assert all(os.path.exists(p[:-len(PACK_SUFFIX)] + IDX_SUFFIX) for p in good)
     assert not os.path.exists(damaged[:-len(PACK_SUFFIX)] + IDX_SUFFIX)  # left for fsck
-    assert rp.seal_idle(repo.store.packs_dir) == []
+    assert rp.seal_idle(repo.objects.packs_dir) == []
     repo.close()
     repo = Repository.open(tmp_path)
     for blob, path in zip(blobs, good, strict=True):
         pack = Pack(path, sealed=True)
         assert list(pack.ids()) == [blob]
         pack.close()
-        assert repo.store.get_raw(blob)[0] == "blob"
+        assert repo.objects.get_raw(blob)[0] == "blob"
     repo.close()
 
 
@@ -390,7 +390,7 @@ def test_gc_collects_what_dead_writers_left_in_packs_they_never_sealed(tmp_path)
     assert res.objects_removed == len(blobs) and not any(os.path.exists(p) for p in good)
     assert os.path.exists(damaged)  # kept whole, for fsck
     repo = Repository.open(tmp_path)
-    assert live <= set(repo.store) and not set(blobs) & set(repo.store)
+    assert live <= set(repo.objects) and not set(blobs) & set(repo.objects)
     repo.close()
 
 
@@ -403,14 +403,14 @@ def test_gc_refuses_while_dicts_names_zdicts_the_store_lacks(tmp_path):
     """Records compressed with a dictionary the store cannot find are unreadable: gc names the
     first bad line of `dicts` and changes nothing."""
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
     dicts = tmp_path / ".ctx" / "objects" / "dicts"
     dicts.write_text(f"7 {'a' * 64}\n8 {'b' * 64}\n")
-    before = _pack_files(repo.store.packs_dir)
+    before = _pack_files(repo.objects.packs_dir)
     with pytest.raises(CorruptStore, match=rf"^gc refused, nothing deleted: {dicts}:1: "):
         pm.gc(repo, prune="now")
-    assert _pack_files(repo.store.packs_dir) == before
+    assert _pack_files(repo.objects.packs_dir) == before
 
 
 def test_gc_reports_the_bytes_and_packs_it_leaves_on_disk(tmp_path):
@@ -423,10 +423,10 @@ def test_gc_reports_the_bytes_and_packs_it_leaves_on_disk(tmp_path):
                    if n.startswith(PREFIX) and n.endswith((PACK_SUFFIX, IDX_SUFFIX, ".pidx")))
 
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(os.urandom(3000))
-    repo.store.flush()
-    repo.store.seal_active()
-    packs = repo.store.packs_dir
+    repo.objects.put_blob(os.urandom(3000))
+    repo.objects.flush()
+    repo.objects.seal_active()
+    packs = repo.objects.packs_dir
     before = on_disk(packs)
     old = os.umask(0o022)
     try:
@@ -450,9 +450,9 @@ def test_gc_holds_the_lock_consolidation_takes(tmp_path):
     from ctxstore.store.packconsolidate import LOCK_NAME
 
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
-    path = os.path.join(repo.store.packs_dir, LOCK_NAME)
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
+    path = os.path.join(repo.objects.packs_dir, LOCK_NAME)
     if os.path.exists(path):
         os.unlink(path)
     seen = []
@@ -477,8 +477,8 @@ def test_gc_holds_the_lock_consolidation_takes(tmp_path):
 
 def test_gc_removes_temp_files_a_killed_gc_left_and_keeps_a_writers_fresh_one(tmp_path):
     repo, _ = build_repo(tmp_path)
-    repo.store.flush()
-    packs = repo.store.packs_dir
+    repo.objects.flush()
+    packs = repo.objects.packs_dir
     stale, fresh = os.path.join(packs, "tmp-stale.pack"), os.path.join(packs, "tmp-fresh.pack")
     for path in (stale, fresh):
         open(path, "wb").write(b"partial")
@@ -503,8 +503,8 @@ def test_a_temp_file_is_stale_after_one_hour(tmp_path):
 
 def test_a_stray_file_in_the_snapshot_cache_does_not_stop_gc(tmp_path):
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
     cache = tmp_path / ".ctx" / "cache" / "snapshots"
     cache.mkdir(parents=True, exist_ok=True)
     (cache / "README").write_text("not a folder of snapshots\n")
@@ -518,7 +518,7 @@ def test_the_rewrite_counts_every_record_it_wrote_rescued_ones_included(tmp_path
     (other,) = [p for p in _sealed_packs(repo) if p != scratch_pack][:1] or [None]
     _age(other, MONTH)  # a second candidate that holds live objects
     live = _live(repo, expire_days=0, unreachable_days=0)
-    store = repo.store
+    store = repo.objects
     with RepackLock(store.packs_dir):
         res = rp.repack(store, live, time.time() - 14 * 86400, remark=lambda: set(gone), wait=5)
     assert res.new_pack and res.rescue_pack and res.objects_rescued == len(gone)
@@ -530,9 +530,9 @@ def test_the_rewrite_counts_every_record_it_wrote_rescued_ones_included(tmp_path
 def _new_pack_with(repo, data: bytes) -> tuple[str, str]:
     """Store `data` alone in a new sealed pack: (its id, the pack)."""
     before = set(_sealed_packs(repo))
-    oid = repo.store.put_blob(data)
-    repo.store.flush()
-    repo.store.seal_active()
+    oid = repo.objects.put_blob(data)
+    repo.objects.flush()
+    repo.objects.seal_active()
     (pack,) = set(_sealed_packs(repo)) - before
     return oid, pack
 
@@ -560,8 +560,8 @@ def test_a_pack_written_exactly_at_the_prune_time_is_kept_whole(tmp_path):
     """--prune=<time> rewrites packs last written *before* that time (docs/format.md, gc step
     5): one written at that very second is kept whole, one written a second earlier is not."""
     repo, _ = build_repo(tmp_path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     cutoff = int(time.time()) - 30 * 86400
     earlier, earlier_pack = _new_pack_with(repo, b"garbage written a second too early")
     at, at_pack = _new_pack_with(repo, b"garbage written at the cutoff")
@@ -571,7 +571,7 @@ def test_a_pack_written_exactly_at_the_prune_time_is_kept_whole(tmp_path):
     res = pm.gc(repo, prune="2.weeks.ago", now=cutoff + 14 * 86400)
     repo.close()
     repo = Repository.open(tmp_path)
-    assert earlier not in repo.store and at in repo.store
+    assert earlier not in repo.objects and at in repo.objects
     assert os.path.exists(at_pack) and not os.path.exists(earlier_pack)
     assert res.kept_packs == res.packs_after - 1  # on disk: the kept packs and the new one
     repo.close()
@@ -581,8 +581,8 @@ def test_a_dry_run_predicts_what_the_real_run_removes_and_keeps(tmp_path):
     """With packs of every kind — old and new sealed ones, old and new ones dead writers left
     active — a dry run's counts are the real run's."""
     repo, _ = build_repo(tmp_path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     month_ago = int(time.time()) - 30 * 86400
     for pack in _sealed_packs(repo):
         os.utime(pack, (month_ago, month_ago))
@@ -601,7 +601,7 @@ def test_a_dry_run_predicts_what_the_real_run_removes_and_keeps(tmp_path):
     assert (dry.objects_before, dry.objects_removed, dry.packs_before, dry.kept_packs) == (
         real.objects_before, real.objects_removed, real.packs_before, real.kept_packs)
     assert real.objects_removed == 1 and real.kept_packs == 2  # the new sealed one, the one at --prune
-    assert old_garbage not in repo.store
+    assert old_garbage not in repo.objects
     repo.close()
 
 
@@ -613,8 +613,8 @@ def test_repack_deletes_old_packs_while_other_processes_have_the_store_open(tmp_
 
     repo = _store(tmp_path, rounds=2, per=150)
     reader = Repository.open(tmp_path / ".ctx")
-    assert next(iter(repo.store)) in reader.store  # a look-up: holds the shared gc lock
-    assert reader.store.gc_lock.held
+    assert next(iter(repo.objects)) in reader.objects  # a look-up: holds the shared gc lock
+    assert reader.objects.gc_lock.held
     old = _sealed_packs(repo)
     rep = pr.repack(repo, wait=0.1)
     assert rep.packs_after == 1 and not any(os.path.exists(p) for p in old)
@@ -626,27 +626,27 @@ def test_a_candidate_with_a_damaged_record_is_kept_whole_and_named(tmp_path):
     from ctxstore.store.repack import RepackLock
 
     repo, info = build_repo(tmp_path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     blob, damaged = _new_pack_with(repo, b"tool output whose record gets damaged " * 8)
     damaged = _rename_pack(damaged, "0" * 40)  # the first candidate gc meets
     garbage, other = _new_pack_with(repo, b"garbage in a later candidate")
     with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
         tx.append("MessageAdded", "agent", {"role": "custom", "text": "see output"},
                   {"artifact_id": blob})
-    repo.store.flush()
+    repo.objects.flush()
     live = _live(repo)
     assert blob in live
     data = bytearray(open(damaged, "rb").read())
     data[-3] ^= 0xFF  # inside the record's payload: its crc no longer matches
     open(damaged, "wb").write(bytes(data))
-    with RepackLock(repo.store.packs_dir):
-        res = rp.repack(repo.store, live, float("inf"), wait=5)
+    with RepackLock(repo.objects.packs_dir):
+        res = rp.repack(repo.objects, live, float("inf"), wait=5)
     assert res.kept_packs == [damaged] and os.path.exists(damaged)
     assert other in res.removed_packs and damaged not in res.removed_packs
     repo.close()
     repo = Repository.open(tmp_path)
-    assert garbage not in repo.store and live <= set(repo.store)
+    assert garbage not in repo.objects and live <= set(repo.objects)
     repo.close()
 
 
@@ -671,7 +671,7 @@ def test_gc_retrains_the_dictionary_by_default_when_it_pays(tmp_path, monkeypatc
 
     monkeypatch.setattr(recompress, "REPACK_DICT_SIZE", 16 * 1024)  # one that pays here
     repo = _store(tmp_path)
-    dicts = os.path.join(repo.store.path, "dicts")
+    dicts = os.path.join(repo.objects.path, "dicts")
     before = read_dicts_file(dicts)[0]
     pm.gc(repo, prune="now", retrain=False)  # told not to: the same dictionaries
     assert read_dicts_file(dicts)[0] == before
@@ -706,9 +706,9 @@ def test_gc_keeps_what_its_kept_reflog_lines_name_and_a_dry_run_agrees(tmp_path)
         *repo.refs.reflog(main),
         ReflogEntry(garbage[0], tip, int((later - 100 * 86400) * 1000), "t", "reset"),
         ReflogEntry(garbage[1], info["compaction"], int((later - 50 * 86400) * 1000), "t", "x")])
-    repo.store.flush()
+    repo.objects.flush()
     expiry = {"now": later, "expire_days": 90, "unreachable_days": 40}
-    live = oracle.live(tmp_path / ".ctx", repo.store, **expiry)
+    live = oracle.live(tmp_path / ".ctx", repo.objects, **expiry)
     assert info["side"] in live
     kw = {"prune": "now", "now": later, "expire_unreachable": "40.days.ago"}
     dry = pm.gc(repo, dry_run=True, **kw)
@@ -717,10 +717,10 @@ def test_gc_keeps_what_its_kept_reflog_lines_name_and_a_dry_run_agrees(tmp_path)
     # made now, it is past --expire at `later`)
     assert res.objects_before - res.objects_removed == dry.objects_before - dry.objects_removed
     assert dry.objects_removed >= len(garbage)
-    assert repo.refs.reflog(ref) == lines and info["side"] in repo.store
+    assert repo.refs.reflog(ref) == lines and info["side"] in repo.objects
     repo.close()
     repo = Repository.open(tmp_path)
-    left = oracle.ObjectGraph(repo.store).ids
+    left = oracle.ObjectGraph(repo.objects).ids
     assert live <= left and not set(garbage) & left
     repo.close()
 
@@ -789,10 +789,10 @@ def test_gc_waits_for_readers_only_as_long_as_it_is_told(tmp_path):
     from ctxstore.errors import LockHeld
 
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"garbage")
-    repo.store.flush()
+    repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
     reader = Repository.open(tmp_path)
-    assert next(iter(repo.store)) in reader.store  # holds the shared gc lock from now on
+    assert next(iter(repo.objects)) in reader.objects  # holds the shared gc lock from now on
     start = time.perf_counter()
     with pytest.raises(LockHeld, match=r"stayed locked for 0\.2s"):
         pm.gc(repo, prune="now", wait=0.2)
@@ -814,10 +814,10 @@ def test_gc_with_nothing_old_enough_does_not_wait_for_readers(tmp_path):
     """Every pack is newer than --prune: gc deletes nothing, so it neither needs nor waits for
     the exclusive lock a reader's open store keeps from it."""
     repo, _ = build_repo(tmp_path)
-    repo.store.put_blob(b"young garbage")
-    repo.store.flush()
+    repo.objects.put_blob(b"young garbage")
+    repo.objects.flush()
     reader = Repository.open(tmp_path)
-    assert next(iter(repo.store)) in reader.store  # holds the shared gc lock
+    assert next(iter(repo.objects)) in reader.objects  # holds the shared gc lock
     res = pm.gc(repo, wait=0)  # default --prune: two weeks ago
     assert res.objects_removed == 0 and res.kept_packs == res.packs_before
     reader.close()
@@ -830,13 +830,13 @@ def test_gc_recompresses_a_pack_with_nothing_dead_in_it(tmp_path):
     for n_packs in (1, 2):
         root = tmp_path / str(n_packs)
         repo, info = build_repo(root)
-        repo.store.flush()
-        repo.store.seal_active()
+        repo.objects.flush()
+        repo.objects.seal_active()
         if n_packs == 2:  # a second pack, of live records only
             with repo.transaction(f"refs/sessions/{info['session']}/main") as tx:
                 tx.append("MessageAdded", "agent", {"role": "custom", "text": "live too"})
-            repo.store.flush()
-            repo.store.seal_active()
+            repo.objects.flush()
+            repo.objects.seal_active()
         old = _sealed_packs(repo)
         assert len(old) == n_packs
         live = _live(repo)
@@ -845,7 +845,7 @@ def test_gc_recompresses_a_pack_with_nothing_dead_in_it(tmp_path):
         assert res.packs_after == 1
         repo.close()
         repo = Repository.open(root)
-        assert live <= set(repo.store)
+        assert live <= set(repo.objects)
         repo.close()
 
 
@@ -853,30 +853,30 @@ def test_a_rewrite_without_recompression_merges_its_candidates(tmp_path):
     """store.repack.repack without `prepare` (records copied byte for byte) still merges every
     candidate into one pack, and names the packs it removed."""
     repo, _ = build_repo(tmp_path)
-    repo.store.flush()
-    repo.store.seal_active()
+    repo.objects.flush()
+    repo.objects.seal_active()
     _new_pack_with(repo, b"a second pack")
     old = _sealed_packs(repo)
-    everything = set(repo.store)
-    res = rp.repack(repo.store, everything, float("inf"), exclusive=False)
+    everything = set(repo.objects)
+    res = rp.repack(repo.objects, everything, float("inf"), exclusive=False)
     assert sorted(res.removed_packs) == old and res.new_pack and res.objects_removed == 0
     assert _sealed_packs(repo) == [res.new_pack]
     repo.close()
     repo = Repository.open(tmp_path)
-    assert set(repo.store) == everything
+    assert set(repo.objects) == everything
     repo.close()
 
 
 def test_a_rewrite_without_recompression_drops_the_dead_records_of_one_candidate(tmp_path):
     repo, _ = build_repo(tmp_path)
-    garbage = repo.store.put_blob(b"garbage")
-    repo.store.flush()
-    repo.store.seal_active()
+    garbage = repo.objects.put_blob(b"garbage")
+    repo.objects.flush()
+    repo.objects.seal_active()
     (old,) = _sealed_packs(repo)
     live = _live(repo)
-    res = rp.repack(repo.store, live, float("inf"), exclusive=False)
+    res = rp.repack(repo.objects, live, float("inf"), exclusive=False)
     assert res.removed_packs == [old] and res.objects_removed == 1
     repo.close()
     repo = Repository.open(tmp_path)
-    assert garbage not in repo.store and live <= set(repo.store)
+    assert garbage not in repo.objects and live <= set(repo.objects)
     repo.close()

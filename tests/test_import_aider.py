@@ -132,7 +132,7 @@ def session_texts(repo: Repository) -> dict[str, tuple[int, str]]:
             src = ev.payload.get("source")
             if isinstance(src, dict) and ({"record", "raw"} & set(src)):
                 found.setdefault(int(src["line"]), ev)
-        records = [(n, json.loads(event_line(repo.store, ev.payload, ev.causality)))
+        records = [(n, json.loads(event_line(repo.objects, ev.payload, ev.causality)))
                    for n, ev in sorted(found.items())]
         buf = io.StringIO()
         aider.export(records, buf)

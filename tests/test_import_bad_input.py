@@ -117,7 +117,7 @@ def test_strict_raises_and_writes_nothing(tmp_path):
         import_paths(repo, [path], strict=True)
     assert "s-bad.jsonl:4" in str(exc.value)
     assert exc.value.details["warnings"][0]["line"] == 4
-    assert len(repo.store) == 0 and list(repo.refs.iter_refs("refs/")) == []
+    assert len(repo.objects) == 0 and list(repo.refs.iter_refs("refs/")) == []
 
 
 def test_strict_accepts_clean_input(tmp_path):

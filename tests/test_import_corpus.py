@@ -95,10 +95,10 @@ def test_records_match_line_counts():
 def test_reimport_whole_corpus_is_idempotent():
     repo = Repository.memory()
     first = import_paths(repo, [CORPUS])
-    objects = len(repo.store)
+    objects = len(repo.objects)
     refs = list(repo.refs.iter_refs("refs/"))
     again = import_paths(repo, [CORPUS])
-    assert len(repo.store) == objects
+    assert len(repo.objects) == objects
     assert list(repo.refs.iter_refs("refs/")) == refs
     assert again.new_events == 0 and again.events == first.events
     assert [s.session for s in again.sessions] == [s.session for s in first.sessions]
@@ -130,7 +130,7 @@ def test_rewind_branch_and_compaction_provenance():
     assert repo.graph.event(base).type == "ModelResponseReceived"  # a1, where the user rewound
     done = [repo.graph.event(e) for e in repo.graph.reachable_events([br["main"]])]
     comp_ev = next(e for e in done if e.type == "CompactionCompleted")
-    comp = repo.store.get(comp_ev.causality["compaction_id"])
+    comp = repo.objects.get(comp_ev.causality["compaction_id"])
     assert isinstance(comp, Compaction)
     assert comp.provenance["summarizer"] == "claude-code" and comp.provenance["origin"] == "import"
     assert comp.tokens_before == 150000 and "asked for a plan" in comp.summary
@@ -143,7 +143,7 @@ def test_pi_v1_first_kept_counts_header_as_entry_zero():
     report = import_paths(repo, [PI / "pi-mono_before-compaction_v1-format_genuine.jsonl"])
     sid = report.sessions[0].session
     events = [repo.graph.event(e) for e in repo.graph.reachable_events(repo.branches(sid).values())]
-    comps = [repo.store.get(e.causality["compaction_id"]) for e in events if e.type == "CompactionCompleted"]
+    comps = [repo.objects.get(e.causality["compaction_id"]) for e in events if e.type == "CompactionCompleted"]
     lines = sorted(repo.graph.event(c.first_kept).payload["source"]["line"] for c in comps)
     assert lines == [294, 552]  # entries 293 and 551, the header being entry 0 on line 1
     for c in comps:

@@ -73,7 +73,7 @@ def test_neutral_jsonl_round_trip_identical_ids(tmp_path):
     assert back.warnings == [] and back.sessions[0].session == sid
     assert dst.branches(sid) == src.branches(sid)
     # every object but the import's own operation record (objects/operation.py) is shared
-    assert {i for i in dst.store if dst.store.get_raw(i)[0] != "operation"} <= set(src.store)
+    assert {i for i in dst.objects if dst.objects.get_raw(i)[0] != "operation"} <= set(src.objects)
     # and the re-imported session still exports to the original Claude Code lines
     again = io.StringIO()
     export_session(dst, sid, "claude-code", again)
@@ -103,7 +103,7 @@ def test_imported_session_works_everywhere():
     d = diff(repo, main, rewind)
     assert d.base and d.only_a and d.only_b
     events = list(reversed(log(repo, main)))
-    state = project(events, messages=lambda mid: repo.store.get(mid))
+    state = project(events, messages=lambda mid: repo.objects.get(mid))
     assert state.version == len(events) and state.pending_tool_calls == {}
     sound = Repository.memory()
     ssid = import_paths(sound, [JSSOUND]).sessions[0].session
@@ -112,7 +112,7 @@ def test_imported_session_works_everywhere():
     assert s2.pending_tool_calls == {}
     from ctxstore import context
 
-    history = [(eid, ev, repo.store.get(ev.causality["message_id"])
+    history = [(eid, ev, repo.objects.get(ev.causality["message_id"])
                 if "message_id" in ev.causality else None) for eid, ev in events]
     cands = context.candidates_from_history(state, history)
     bundle = context.build_context(state, cands, budget=50_000)
@@ -131,7 +131,7 @@ def test_imported_session_works_everywhere():
     conversation = [s for s in bundle.kept if s.section == 2]
     assert len(conversation) > 5
     assert all(src in on_main for s in conversation for src in s.sources
-               if src in repo.store and repo.store.type_of(src) == "event")
+               if src in repo.objects and repo.objects.type_of(src) == "event")
     assert 0 < bundle.used_tokens <= 50_000 and not [s for s in bundle.segments if not s.kept]
     payload = context.to_anthropic(bundle)
     assert payload["messages"][-1]["content"][-1]["text"] == prompts[-1]

@@ -58,14 +58,14 @@ def test_whole_corpus_reimport_adds_nothing_and_exports_json_equal(corpus, tmp_p
     outside_packs = lambda files: {k: v for k, v in files.items() if "/packs/" not in k}  # noqa: E731
     assert outside_packs(after) == outside_packs(before)
     repo = Repository.open(tmp_path)
-    ids_after = oracle.ObjectGraph(repo.store).ids
+    ids_after = oracle.ObjectGraph(repo.objects).ids
     repo.close()
     shutil.copytree(tmp_path / ".ctx", tmp_path / "check" / ".ctx")
     for k, v in before.items():  # the store as it was before the re-import
         if "/packs/" in k:
             (tmp_path / "check" / ".ctx" / k).write_bytes(v)
     repo = Repository.open(tmp_path / "check")
-    assert oracle.ObjectGraph(repo.store).ids == ids_after
+    assert oracle.ObjectGraph(repo.objects).ids == ids_after
     repo.close()
 
     repo = Repository.open(tmp_path)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ctxstore import Store
+from ctxstore import Repository
 from ctxstore.importers import export_session, import_paths
 from ctxstore.maintenance import gc as maintenance
 from ctxstore.objects.links import reachable
@@ -32,18 +32,18 @@ def _lines(text: str) -> list:
 def test_imported_session_survives_pack_unpack_and_gc(tmp_path, path):
     import io
 
-    src = Store.init(tmp_path / "src")
+    src = Repository.init(tmp_path / "src")
     report = import_paths(src, [str(path)])
     sid = report.sessions[0].session
     pack = tmp_path / "s.ctxpack"
     transfer.pack(src, str(pack), [sid])
     roots = [tip for _, tip in src.refs.iter_refs()]
-    needed = reachable(src.store, roots)
+    needed = reachable(src.objects, roots)
     src.close()
 
-    dst = Store.init(tmp_path / "dst")
+    dst = Repository.init(tmp_path / "dst")
     transfer.unpack(dst, str(pack))
-    assert all(i in dst.store for i in needed)
+    assert all(i in dst.objects for i in needed)
     maintenance.gc(dst, prune="now")
     out = io.StringIO()
     export_session(dst, sid, FORMAT[path.parent.name], out)
@@ -58,7 +58,7 @@ def test_full_fsck_is_clean_on_the_whole_imported_corpus(tmp_path):
     from ctxstore.compaction import compact, merge_branch
     from ctxstore.maintenance import fsck as fsck_repo
 
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     import_paths(store, [str(CORPUS)])
     from tests.sessions_factory import coding_session
 

@@ -71,7 +71,7 @@ def cfg(tid: str) -> dict:
 
 
 def all_reachable(repo: Repository) -> set[str]:
-    return links.reachable(repo.store, [t for _, t in repo.refs.iter_refs("refs/")])
+    return links.reachable(repo.objects, [t for _, t in repo.refs.iter_refs("refs/")])
 
 
 @pytest.fixture(params=["batch", "always"])
@@ -161,7 +161,7 @@ def test_unchanged_values_are_stored_once():
     graph = counting_graph(saver, 30)
     big = "a large unchanged document " * 2000
     graph.invoke({"messages": [], "doc": big, "step": 0}, cfg("x"))
-    store = repo.store
+    store = repo.objects
     value_bytes = sum(len(store.get(i)["data"]) for i in store if store.type_of(i) == "value")
     assert value_bytes < 3 * len(big)  # the channel value and the input write; not 30 copies
     before = len(store)
@@ -177,7 +177,7 @@ def test_growing_message_list_shares_chunks():
     saver = CtxstoreSaver(repo)
     graph = counting_graph(saver, 200)
     graph.invoke({"messages": [], "doc": "", "step": 0}, cfg("g"))
-    store: MemoryStore = repo.store
+    store: MemoryStore = repo.objects
     blob_bytes = sum(len(store.get_raw(i)[1]) for i in store if store.type_of(i) == "blob")
     hist = list(graph.get_state_history(cfg("g")))
     serde = JsonPlusSerializer()
@@ -206,7 +206,7 @@ def test_value_chunking_roundtrips(seed):
             items = items[: rnd.randrange(len(items) + 1)]
         ref = vs.put(serde, items, key=("t", "", "messages"))
         assert vs.get(serde, ref) == items
-        fresh = values_mod.ValueStore(vs.store).put(serde, items)
+        fresh = values_mod.ValueStore(vs.objects).put(serde, items)
         assert fresh == ref  # the tail cache never changes the chunking
 
 
@@ -267,7 +267,7 @@ def test_delete_and_prune_leave_garbage_unreachable():
     tup = saver.get_tuple(cfg("t1-copy"))
     assert len(tup.checkpoint["channel_values"]["messages"]) == 20
     assert len(list(saver.list(cfg("t1-copy")))) == 1
-    for obj_id in links.reachable(repo.store, [saver._ts.branch(saver._ts.thread("t1-copy"), "").tip]):
+    for obj_id in links.reachable(repo.objects, [saver._ts.branch(saver._ts.thread("t1-copy"), "").tip]):
         assert obj_id in live
     saver.prune(["t1-copy"], strategy="delete")
     assert all_reachable(repo) == set()
@@ -350,7 +350,7 @@ def test_background_commit_failure_is_raised_by_the_next_call(tmp_path, monkeypa
     from ctxstore.errors import IOFailure
 
     a = CtxstoreSaver(tmp_path / "s", commit_interval=0.01)
-    store = a.repo.store
+    store = a.repo.objects
     real_flush = store.flush
 
     def disk_full() -> None:
@@ -429,7 +429,7 @@ def test_gc_reclaims_a_deleted_thread_and_keeps_the_rest(tmp_path):
         assert len(garbage) > 30
         res = maintenance.gc(repo, prune="now", expire="now", expire_unreachable="now")
         assert res.objects_removed >= len(garbage) and not res.missing
-        assert not any(obj_id in repo.store for obj_id in garbage)
+        assert not any(obj_id in repo.objects for obj_id in garbage)
         for tid in ("keep", "keep-copy"):
             assert saver.get_tuple(cfg(tid)).checkpoint["channel_values"]["doc"] == "kept " * 2000
         graph.invoke({"messages": [], "doc": "again", "step": 25}, cfg("keep"))  # still writable

@@ -16,7 +16,7 @@ def build_repo(path, *, events: int = 6, title: str = "s", big: bytes | None = N
     repo = Repository.init(path)
     sid, root = repo.new_session(title=title, goal="fix the tests", ts="2026-01-01T00:00:00.000Z",
                                  nonce=title)
-    st = repo.store
+    st = repo.objects
     info = {"session": sid, "root": root}
     with repo.transaction() as tx:
         user = st.put_object(Message("user", ({"type": "text", "text": "please fix"},)))
@@ -81,12 +81,12 @@ def test_references_of_each_type():
 
 def test_reachable_covers_messages_artifacts_and_compactions(tmp_path):
     repo, info = build_repo(tmp_path)
-    live = links.reachable(repo.store, [info["main"]])
+    live = links.reachable(repo.objects, [info["main"]])
     for key in ("session", "root", "prompt", "call", "result", "blob", "artifact", "compaction"):
         assert info[key] in live, key
     # everything reachable is in the store, and the walk is closed under references
     for obj_id in live:
-        t, body = repo.store.get_raw(obj_id)
+        t, body = repo.objects.get_raw(obj_id)
         assert set(links.object_references(t, body)) <= live
 
 
@@ -94,14 +94,14 @@ def test_reachable_reports_missing_objects(tmp_path):
     repo, info = build_repo(tmp_path)
     ghost = "f" * 64
     with pytest.raises(ObjectNotFound):
-        links.reachable(repo.store, [ghost])
+        links.reachable(repo.objects, [ghost])
     missing: dict[str, str] = {}
-    live = links.reachable(repo.store, [info["main"], ghost], missing=missing)
+    live = links.reachable(repo.objects, [info["main"], ghost], missing=missing)
     assert missing == {ghost: ""} and ghost not in live
 
 
 def test_reachable_stop_excludes_boundary(tmp_path):
     repo, info = build_repo(tmp_path)
-    before = links.reachable(repo.store, [info["prompt"]])
-    after = links.reachable(repo.store, [info["main"]], stop=before.__contains__)
+    before = links.reachable(repo.objects, [info["prompt"]])
+    after = links.reachable(repo.objects, [info["main"]], stop=before.__contains__)
     assert not after & before and info["result"] in after

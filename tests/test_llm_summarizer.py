@@ -10,7 +10,7 @@ import pytest
 
 llm = pytest.importorskip("llm")
 
-from ctxstore import Store  # noqa: E402
+from ctxstore import Repository# noqa: E402
 from ctxstore.compaction import StructuredSummarizer, compact  # noqa: E402
 from ctxstore.compaction.llm_summarizer import PROMPT_VERSION, LlmSummarizer, render_request  # noqa: E402
 from ctxstore.errors import CompactionRejected  # noqa: E402
@@ -80,7 +80,7 @@ def test_model_summary_passes_checks_and_records_model_and_prompt_version(mock_m
     holder, mock_model.answer = _answer_like_structured()
     res = compact(cm, keep_recent_tokens=300, summarizer=Capturing(holder, MODEL_ID))
     assert res.committed and res.summarizer == f"llm:{MODEL_ID}"
-    rec = cm.store.store.get(res.compaction_id)
+    rec = cm.repo.objects.get(res.compaction_id)
     assert rec.provenance["model"] == MODEL_ID
     assert rec.provenance["prompt_version"] == PROMPT_VERSION
     system, prompt = mock_model.prompts[-1]
@@ -94,10 +94,10 @@ def test_failing_model_summary_is_rejected_with_nothing_committed(mock_model):
     cm = coding_session(8)
     holder, mock_model.answer = _answer_like_structured(
         lambda out: out["files"].__setitem__("modified", []))
-    tip, refs = cm.tip, dict(cm.store.refs.iter_refs())
+    tip, refs = cm.tip, dict(cm.repo.refs.iter_refs())
     with pytest.raises(CompactionRejected, match="file_writes_listed"):
         compact(cm, keep_recent_tokens=300, summarizer=Capturing(holder, MODEL_ID))
-    assert cm.tip == tip and dict(cm.store.refs.iter_refs()) == refs
+    assert cm.tip == tip and dict(cm.repo.refs.iter_refs()) == refs
 
 
 def test_fallback_to_structured_is_said(mock_model):
@@ -107,7 +107,7 @@ def test_fallback_to_structured_is_said(mock_model):
                   fallback=StructuredSummarizer())
     assert res.committed and res.summarizer == "structured"
     assert res.note.startswith(f"llm:{MODEL_ID} was rejected") and "fell back to structured" in res.note
-    rec = cm.store.store.get(res.compaction_id)
+    rec = cm.repo.objects.get(res.compaction_id)
     assert rec.provenance["note"] == res.note
 
 
@@ -123,7 +123,7 @@ def test_long_ranges_are_cut_newest_kept():
 def test_cli_llm_summarizer_and_fallback(mock_model, tmp_path):
     from .clitools import Ctx
 
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = coding_session(8, store=store)
     store.refs.set_head_symbolic(cm.ref)
     store.close()

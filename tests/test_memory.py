@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.errors import MemoryRefused, NotFound
 from ctxstore.memory import MemorySpec, edit, forget, remember, review, scope_logs
 from ctxstore.memory.governance import violations
@@ -23,7 +23,7 @@ def _live_and_all(repo):
 
 @pytest.fixture
 def proj(tmp_path):
-    repo = Store.init(tmp_path)
+    repo = Repository.init(tmp_path)
     cm = ContextManager.start(repo, "memory", "keep the parser green", repo_root="/src/parser")
     ev = cm.add_user_message("tests run with make test-parser")
     yield repo, cm, ev
@@ -53,7 +53,7 @@ def test_invariants_10_and_11_hold_over_random_operations(tmp_path_factory, ops)
     """Whatever sequence of adds, edits, forgets and undos runs, every memory any scope's
     history names has source refs that are objects of the store (inv. 10), a scope with a key
     and an expiry or update policy (inv. 11); a refused write moves no ref."""
-    repo = Store.init(tmp_path_factory.mktemp("mem"))
+    repo = Repository.init(tmp_path_factory.mktemp("mem"))
     cm = ContextManager.start(repo, "p", "g", repo_root="/src/p")
     ev = cm.add_user_message("hello")
     msg = repo.graph.event(ev).causality["message_id"]
@@ -78,7 +78,7 @@ def test_invariants_10_and_11_hold_over_random_operations(tmp_path_factory, ops)
         for rec in _live_and_all(repo)[1]:
             mem = rec.memory
             assert violations(mem) == [], (op, mem)
-            assert mem.source_refs and all(s in repo.store for s in mem.source_refs)
+            assert mem.source_refs and all(s in repo.objects for s in mem.source_refs)
             assert mem.scope in ("project", "session", "global", "user", "workspace")
             assert mem.scope == "global" or mem.scope_key
             assert mem.expires_at or mem.update_policy
@@ -108,7 +108,7 @@ def test_a_stored_memory_breaking_the_rules_is_reported_by_fsck(proj):
     repo, _cm, ev = proj
     remember(repo, content="fine", scope="global", sources=[ev], ttl="1d")
     # a writer that bypassed the governance (a bug, a foreign tool) left this behind
-    bad = repo.store.put_object(Memory("project", "/x", "fact", "no sources", ()))
+    bad = repo.objects.put_object(Memory("project", "/x", "fact", "no sources", ()))
     with repo.transaction(message="bypass") as tx:
         tx.create_ref("refs/memory/project/bypass", tx.event(
             "MemoryWritten", "user", {"memory_id": bad, "scope": "project", "scope_key": "/x"}))
@@ -124,7 +124,7 @@ def test_edit_supersedes_and_forget_keeps_history(proj):
     m1 = remember(repo, content="make test", scope="project", sources=[ev],
                   update_policy="until-superseded")
     m2 = edit(repo, m1[:10], content="make check")
-    assert repo.store.get(m2).supersedes == m1 and repo.store.get(m2).created == repo.store.get(m1).created
+    assert repo.objects.get(m2).supersedes == m1 and repo.objects.get(m2).created == repo.objects.get(m1).created
     with pytest.raises(MemoryRefused, match="superseded"):
         edit(repo, m1, content="again")
     forget(repo, m2, reason="moved to CI")
@@ -228,9 +228,9 @@ def _compacted(repo):
 
 
 def test_review_flow_from_a_real_compaction(tmp_path):
-    repo = Store.init(tmp_path)
+    repo = Repository.init(tmp_path)
     cm, res = _compacted(repo)
-    rec = repo.store.get(res.compaction_id)
+    rec = repo.objects.get(res.compaction_id)
     assert {c["kind"] for c in rec.memory_candidates} == {"fact", "decision"}
     assert scope_logs(repo) == []  # never promoted automatically
     pending = review.pending(repo)
@@ -242,7 +242,7 @@ def test_review_flow_from_a_real_compaction(tmp_path):
     with pytest.raises(MemoryRefused, match="without scope"):
         review.accept(repo, fact.key, scope=None, ttl="90d")
     mid = review.accept(repo, fact.key, scope="project", ttl="90d")
-    mem = repo.store.get(mid)
+    mem = repo.objects.get(mid)
     assert res.compaction_id in mem.source_refs and len(mem.source_refs) >= 2
     assert mem.origin["via"] == "review" and mem.scope_key == "/src/parser"
     review.reject(repo, decision.key, reason="not settled")
@@ -255,7 +255,7 @@ def test_review_flow_from_a_real_compaction(tmp_path):
 
 
 def test_review_cli_accept_edit_reject_and_scan(tmp_path):
-    repo = Store.init(tmp_path)
+    repo = Repository.init(tmp_path)
     _cm, res = _compacted(repo)
     repo.close()
     ctx = Ctx(tmp_path)
@@ -272,7 +272,7 @@ def test_review_cli_accept_edit_reject_and_scan(tmp_path):
 
 
 def test_scan_queues_compactions_the_queue_missed(tmp_path):
-    repo = Store.init(tmp_path)
+    repo = Repository.init(tmp_path)
     _cm, res = _compacted(repo)
     with repo.transaction(message="drop the queue") as tx:  # as a store written before the queue
         tx.delete_ref(review.REVIEW_REF)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.compaction import compact
 from ctxstore.maintenance.fsck import check
 from ctxstore.objects import Compaction
@@ -77,7 +77,7 @@ def _session(scenario):
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_the_rule_itself(scenario):
     cm = _session(scenario)
-    events = list(reversed(list(cm.store.graph.walk([cm.tip], first_parent=True))))
+    events = list(reversed(list(cm.repo.graph.walk([cm.tip], first_parent=True))))
     book = calls.open_calls(calls.event_facts(events))
     assert book.status("X") == SCENARIOS[scenario][1]
     if book.status("X") == "abandoned":
@@ -123,7 +123,7 @@ def test_compaction_checks_agree(scenario):
 
 def test_compaction_refuses_a_pending_call():
     cm = _session("nothing followed")
-    noise = [eid for eid, ev in cm.store.graph.walk([cm.tip], first_parent=True)][0]
+    noise = [eid for eid, ev in cm.repo.graph.walk([cm.tip], first_parent=True)][0]
     res = compact(cm, cut_at=noise, dry_run=True)
     pairs = next(c for c in res.checks if c.rule == "tool_pairs_intact")
     assert not pairs.ok and "pending call(s) would be compacted away: X" in pairs.detail
@@ -132,17 +132,17 @@ def test_compaction_refuses_a_pending_call():
 def _force_compaction(cm):
     """A compaction record over everything but the tip, written without the checks (what a
     buggy or foreign writer could leave behind)."""
-    chain = [eid for eid, _ in cm.store.graph.walk([cm.tip], first_parent=True)][::-1]
+    chain = [eid for eid, _ in cm.repo.graph.walk([cm.tip], first_parent=True)][::-1]
     src = chain[1:-1]
     rec = Compaction(session=cm.session, first_event=src[0], last_event=src[-1],
                      first_kept=chain[-1], source_event_ids=tuple(src), summary="forced")
-    cid = cm.store.store.put_object(rec)
+    cid = cm.repo.objects.put_object(rec)
     cm.append_event("CompactionCompleted", "system", {}, {"compaction_id": cid})
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_fsck_agrees(scenario, tmp_path):
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = coding_session(2, store=store, big_output=100)
     SCENARIOS[scenario][0](cm)
     cm.append_event("x.test.Noise", "agent", {"text": "tail"})
@@ -156,7 +156,7 @@ def test_fsck_agrees(scenario, tmp_path):
 def test_cli_state_shows_abandoned_calls(tmp_path):
     from .clitools import Ctx
 
-    store = Store.init(tmp_path)
+    store = Repository.init(tmp_path)
     cm = ContextManager.start(store, "t", "g")
     store.refs.set_head_symbolic(cm.ref)
     _aborted(cm)

@@ -165,7 +165,7 @@ class OperationLog(RuleBasedStateMachine):
     # -- invariants ------------------------------------------------------------------------------
     @invariant()
     def named_objects_exist(self):
-        store = self.repo.store
+        store = self.repo.objects
         for _name, tip in self.repo.refs.iter_refs("refs/"):
             assert tip in store
         for lo in operations.walk(self.repo):

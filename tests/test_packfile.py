@@ -20,14 +20,14 @@ def test_round_trip_gives_identical_ids_and_refs(tmp_path):
     src, info = build_repo(tmp_path / "a")
     out = str(tmp_path / "s.ctxpack")
     summary = transfer.pack(src, out, all_refs=True)
-    live = links.reachable(src.store, _all_refs(src).values())
+    live = links.reachable(src.objects, _all_refs(src).values())
     assert summary.objects >= len(live)
     dst = Repository.init(tmp_path / "b")
     result = transfer.unpack(dst, out)
     assert _all_refs(dst) == _all_refs(src)
     assert {u.action for u in result.refs} == {"create"}
     for obj_id in live:
-        assert dst.store.get_raw(obj_id) == src.store.get_raw(obj_id)
+        assert dst.objects.get_raw(obj_id) == src.objects.get_raw(obj_id)
     assert dst.current().ref == f"refs/sessions/{info['session']}/main"
     # importing again changes nothing
     again = transfer.unpack(dst, out)

@@ -111,14 +111,14 @@ def test_redacted_push_leaves_no_secret_on_the_remote_and_the_raw_store_intact(
     assert sorted(leaked(remote_text(plain, tmp_path)[0])) == sorted(SECRETS)
 
     # the raw store keeps every raw object byte for byte; the branch has not moved
-    assert all(repo.store.get_raw(oid) == got for oid, got in before.items())
+    assert all(repo.objects.get_raw(oid) == got for oid, got in before.items())
     assert repo.refs.read(cm.ref) == raw_tip
-    assert sorted(leaked(everything_in(repo.store))) == sorted(SECRETS)
+    assert sorted(leaked(everything_in(repo.objects))) == sorted(SECRETS)
     # the tracking ref names the redacted tip, which the store holds (with all it reaches)
     tracking = repo.refs.read(f"refs/remotes/origin/{cm.session}/main")
-    assert tracking == ref.new and tracking in repo.store
-    copy = links.reachable(repo.store, [tracking])
-    assert not leaked("\n".join(str(codec.decode_body(*repo.store.get_raw(i))) for i in copy))
+    assert tracking == ref.new and tracking in repo.objects
+    copy = links.reachable(repo.objects, [tracking])
+    assert not leaked("\n".join(str(codec.decode_body(*repo.objects.get_raw(i))) for i in copy))
 
 
 def test_incremental_redacted_push_sends_only_new_objects_as_fast_forward(seeded_repo, tmp_path):
@@ -162,7 +162,7 @@ def test_incremental_redacted_push_sends_only_new_objects_as_fast_forward(seeded
     pulled = gfetch.pull(team, "origin")
     assert [(b.action, b.new) for b in pulled.branches] == [("fast-forward", r.new)]
     assert pulled.fetch.new_objects <= r.objects
-    assert not leaked(everything_in(team.store))
+    assert not leaked(everything_in(team.objects))
     team.close()
 
 
@@ -236,7 +236,7 @@ def test_cli_push_redact_clone_and_pull(tmp_path):
     assert b("state").exit_code == 0
     assert b("fsck", "--full").exit_code == 0
     other = Repository.open(tmp_path / "b")
-    assert not leaked(everything_in(other.store))
+    assert not leaked(everything_in(other.objects))
     other.close()
 
     # the pushing store's pull: the remote holds its redacted copy; nothing moves
@@ -374,12 +374,12 @@ def test_a_collected_copy_is_rewritten_again_with_the_same_ids(seeded_repo, tmp_
     repo, cm = seeded_repo
     add_remote(repo, "origin", str(bare(tmp_path / "r.git")))
     first = gpush.push(repo, "origin", redact=True).refs[0]
-    assert first.new in repo.store
+    assert first.new in repo.objects
     remove_remote(repo, "origin")
     gc(repo, prune="now", expire="now", expire_unreachable="now")
-    assert first.new not in repo.store  # the copy is gone, the map still names it
+    assert first.new not in repo.objects  # the copy is gone, the map still names it
     add_remote(repo, "again", str(bare(tmp_path / "again.git")))
     again = gpush.push(repo, "again", redact=True)
     assert again.refs[0].new == first.new and again.redaction["rewritten"] > 0
-    assert again.refs[0].new in repo.store
+    assert again.refs[0].new in repo.objects
     assert repo.refs.read(cm.ref) == cm.tip

@@ -110,7 +110,7 @@ def repo(tmp_path):
 
 
 def raw_objects(repo) -> dict[str, tuple[str, bytes]]:
-    return {oid: repo.store.get_raw(oid) for oid in repo.store}
+    return {oid: repo.objects.get_raw(oid) for oid in repo.objects}
 
 
 def test_the_detectors_find_every_shape():
@@ -147,7 +147,7 @@ def test_a_planted_secret_never_survives(name, before, after, quote):
 def test_redacted_context_export_and_pack_keep_no_secret(repo, tmp_path):
     cm = seeded(repo)
     before = raw_objects(repo)
-    assert all(s in everything_in(repo.store) for s in SECRETS.values())  # the raw store has them
+    assert all(s in everything_in(repo.objects) for s in SECRETS.values())  # the raw store has them
 
     bundle = cm.build_context(budget=200_000, record=True)
     text = json.dumps(bundle.to_dict())
@@ -168,7 +168,7 @@ def test_redacted_context_export_and_pack_keep_no_secret(repo, tmp_path):
     assert report["redactions"] >= len(SECRETS)
     other = Repository.init(tmp_path / "other")
     pt.unpack(other, path)
-    assert_clean(everything_in(other.store), "the unpacked redacted pack")
+    assert_clean(everything_in(other.objects), "the unpacked redacted pack")
     (ref, tip), = summary.refs.items()
     assert other.refs.read(ref) == tip
 
@@ -180,12 +180,12 @@ def test_redacted_context_export_and_pack_keep_no_secret(repo, tmp_path):
     third = Repository.init(tmp_path / "third")
     rep = import_paths(third, [exported])
     assert not rep.warnings
-    assert_clean(everything_in(third.store), "the re-imported redacted export")
+    assert_clean(everything_in(third.objects), "the re-imported redacted export")
 
     # nothing of the store changed: every object is still there, byte for byte
     after = raw_objects(repo)
     assert all(after[k] == v for k, v in before.items())
-    assert all(s in everything_in(repo.store) for s in SECRETS.values())
+    assert all(s in everything_in(repo.objects) for s in SECRETS.values())
 
 
 def test_a_clean_session_packs_byte_identical_with_redact(repo, tmp_path):
@@ -216,13 +216,13 @@ def test_purge_gives_new_ids_and_is_undoable(repo):
     assert res["operation"] and res["moves"][0]["old"] == old_tip
     new_tip = cm.tip
     assert new_tip != old_tip
-    reach = links.reachable(repo.store, [new_tip])
-    view = "\n".join(json.dumps(codec.decode_body(*repo.store.get_raw(o)), default=repr)
-                     if repo.store.type_of(o) != "blob"
-                     else repo.store.get_raw(o)[1].decode("utf-8", "replace") for o in reach)
+    reach = links.reachable(repo.objects, [new_tip])
+    view = "\n".join(json.dumps(codec.decode_body(*repo.objects.get_raw(o)), default=repr)
+                     if repo.objects.type_of(o) != "blob"
+                     else repo.objects.get_raw(o)[1].decode("utf-8", "replace") for o in reach)
     assert_clean(view, "the purged history")
-    assert old_tip in repo.store and all(k in repo.store for k in before)  # kept until gc
-    op = repo.store.get(res["operation"])
+    assert old_tip in repo.objects and all(k in repo.objects for k in before)  # kept until gc
+    op = repo.objects.get(res["operation"])
     assert any(c[1] == old_tip and c[2] == new_tip for c in op.changes)
     # the context of the purged branch still builds, and the state is there
     assert cm.project_state().goal["user_goal"] == "ship the release"
@@ -311,9 +311,9 @@ def test_redacted_view_for_a_push(repo):
     cm = seeded(repo)
     view = redacted_view(repo, {cm.ref: cm.tip})
     (ref, tip), = view.refs.items()
-    assert ref == cm.ref and tip != cm.tip and tip not in repo.store  # the store is untouched
-    ids = links.reachable(view.store, [tip])
-    assert_clean("\n".join(str(codec.decode_body(*view.store.get_raw(i))) for i in ids), "the view")
+    assert ref == cm.ref and tip != cm.tip and tip not in repo.objects  # the store is untouched
+    ids = links.reachable(view.objects, [tip])
+    assert_clean("\n".join(str(codec.decode_body(*view.objects.get_raw(i))) for i in ids), "the view")
 
 
 # -- the command line ---------------------------------------------------------------------------

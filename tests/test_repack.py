@@ -41,7 +41,7 @@ def _store(root, rounds: int = 3, per: int = 400, seed: int = 5) -> Repository:
     then filled with others: what a retrained dictionary improves on."""
     rnd = random.Random(seed)
     repo = Repository.init(root)
-    repo.store._dict_samples = 200
+    repo.objects._dict_samples = 200
     repo.new_session(title="repack")
     for r in range(rounds):
         with repo.transaction(message="fill") as tx:
@@ -52,36 +52,36 @@ def _store(root, rounds: int = 3, per: int = 400, seed: int = 5) -> Repository:
                     payload = {"role": "custom", "text": _text(rnd, rnd.randint(20, 120)),
                                "tool": rnd.choice(["bash", "read", "edit"]), "n": i}
                 tx.append("MessageAdded", "agent", payload)
-        repo.store.flush()
-        repo.store.seal_active()
+        repo.objects.flush()
+        repo.objects.seal_active()
     return repo
 
 
 def _bodies(repo: Repository) -> dict[str, tuple[str, bytes]]:
-    return {i: repo.store.get_raw(i) for i in repo.store}
+    return {i: repo.objects.get_raw(i) for i in repo.objects}
 
 
 def test_repack_retrains_recompresses_and_keeps_every_object(tmp_path):
     repo = _store(tmp_path)
     before = _bodies(repo)
-    dicts_before = read_dicts_file(os.path.join(repo.store.path, "dicts"))[0]
+    dicts_before = read_dicts_file(os.path.join(repo.objects.path, "dicts"))[0]
     assert len(dicts_before) == 1
     rep = pr.repack(repo, dict_size=16 * 1024, level=9)
     assert rep.dictionary is not None and rep.dictionary.new, rep.dictionary
     assert rep.bytes_after < rep.bytes_before
     assert rep.payload_after < rep.payload_before
-    dicts_after = read_dicts_file(os.path.join(repo.store.path, "dicts"))[0]
+    dicts_after = read_dicts_file(os.path.join(repo.objects.path, "dicts"))[0]
     assert list(dicts_after)[:1] == list(dicts_before)  # rule 2: the old line stays
     assert len(dicts_after) == 2
     repo.close()
     repo = Repository.open(tmp_path / ".ctx")
     assert _bodies(repo) == {**before, **{i: v for i, v in _bodies(repo).items()
                                           if i not in before}}
-    assert set(before) <= set(repo.store)
+    assert set(before) <= set(repo.objects)
     assert check(repo, full=True).ok
     # records now use the new dictionary
     new_id = list(dicts_after)[-1]
-    pack = max(repo.store.packs(), key=lambda p: p.count())
+    pack = max(repo.objects.packs(), key=lambda p: p.count())
     infos = [codec.read_record_header(pack.data(), off) for _, off in pack.index.entries()]
     assert sum(1 for i in infos if i.dict_id == new_id) > len(infos) // 2
     repo.close()
@@ -90,10 +90,10 @@ def test_repack_retrains_recompresses_and_keeps_every_object(tmp_path):
 def test_a_dictionary_that_does_not_pay_is_not_added(tmp_path):
     repo = _store(tmp_path, rounds=2, per=150)
     pr.repack(repo, dict_size=16 * 1024, level=3)
-    n = len(read_dicts_file(os.path.join(repo.store.path, "dicts"))[0])
+    n = len(read_dicts_file(os.path.join(repo.objects.path, "dicts"))[0])
     rep = pr.repack(repo, dict_size=16 * 1024, level=3)  # same objects: nothing new to learn
     assert not rep.dictionary.new and "kept dictionary" in rep.dictionary.reason
-    assert len(read_dicts_file(os.path.join(repo.store.path, "dicts"))[0]) == n
+    assert len(read_dicts_file(os.path.join(repo.objects.path, "dicts"))[0]) == n
     assert check(repo).ok
     repo.close()
 
@@ -102,8 +102,8 @@ def test_old_dictionary_records_stay_readable(tmp_path):
     """A pack another process still writes to (with the old dictionary) is kept whole by the
     repack; its records, and a copy of an old pack put back afterwards, read fine."""
     repo = _store(tmp_path)
-    path = repo.store.path
-    old_pack = max(repo.store.packs(), key=lambda p: p.count()).path
+    path = repo.objects.path
+    old_pack = max(repo.objects.packs(), key=lambda p: p.count()).path
     saved = tmp_path / "old.pack"
     shutil.copy(old_pack, saved)
     shutil.copy(old_pack[:-5] + ".idx", str(saved)[:-5] + ".idx")
@@ -114,16 +114,16 @@ def test_old_dictionary_records_stay_readable(tmp_path):
     assert rep.dictionary.new
     assert rep.kept_packs >= 1  # the held active pack
     for obj_id in held:
-        assert repo.store.get(obj_id)["held"] >= 0
+        assert repo.objects.get(obj_id)["held"] >= 0
     other.close()
     # the old pack comes back (a restored backup): duplicates, every record readable
     shutil.copy(saved, os.path.join(path, "packs", "pack-" + "ab" * 20 + ".pack"))
     shutil.copy(str(saved)[:-5] + ".idx", os.path.join(path, "packs", "pack-" + "ab" * 20 + ".idx"))
     repo.close()
     repo = Repository.open(tmp_path / ".ctx")
-    pack = [p for p in repo.store.packs() if p.name == "pack-" + "ab" * 20][0]
+    pack = [p for p in repo.objects.packs() if p.name == "pack-" + "ab" * 20][0]
     for raw, off in pack.index.entries():
-        type_name, body = pack.read(raw.hex(), off, repo.store._read, raw)
+        type_name, body = pack.read(raw.hex(), off, repo.objects._read, raw)
         assert codec.compute_id(type_name, body) == raw.hex()
     assert check(repo, full=True).ok
     repo.close()
@@ -131,10 +131,10 @@ def test_old_dictionary_records_stay_readable(tmp_path):
 
 def test_a_reused_dictionary_id_is_refused(tmp_path):
     repo = _store(tmp_path, rounds=1, per=300)
-    entries = read_dicts_file(os.path.join(repo.store.path, "dicts"))[0]
-    current = repo.store._load_dictionary(list(entries)[-1])
+    entries = read_dicts_file(os.path.join(repo.objects.path, "dicts"))[0]
+    current = repo.objects._load_dictionary(list(entries)[-1])
     with pytest.raises(CorruptStore, match="already in use"):
-        repo.store.add_dictionary(current)
+        repo.objects.add_dictionary(current)
     repo.close()
 
 
@@ -168,7 +168,7 @@ def _assert_whole(root, before: dict) -> None:
     repo = Repository.open(root / ".ctx")
     try:
         for obj_id, value in before.items():
-            assert repo.store.get_raw(obj_id) == value, obj_id
+            assert repo.objects.get_raw(obj_id) == value, obj_id
         report = check(repo, full=True)
         assert report.ok, report.problems[:3]
     finally:

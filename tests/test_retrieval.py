@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ctxstore import ContextManager, Store
+from ctxstore import ContextManager, Repository
 from ctxstore.errors import Unsupported
 from ctxstore.memory import edit, forget, scope_logs
 from ctxstore.retrieval import RetrievalIndex, index_status
@@ -37,7 +37,7 @@ def _offered(cm, **kw):
 
 @pytest.fixture
 def two_projects(tmp_path, clock):
-    repo = Store.init(tmp_path)
+    repo = Repository.init(tmp_path)
     a = ContextManager.start(repo, "A", "fix the flaky parser tests", repo_root="/src/alpha")
     ea = a.add_user_message("the parser tests are flaky under load")
     b = ContextManager.start(repo, "B", "fix the flaky parser tests", repo_root="/src/beta")
@@ -114,7 +114,7 @@ def test_usage_records_name_the_bundle(two_projects):
     (log,) = [lg for lg in scope_logs(repo) if m in lg.records]
     ((bundle, event),) = log.records[m].used_in
     assert event == built and repo.graph.event(built).causality["bundle_id"] == bundle
-    assert m in {s["sources"][0] for s in repo.store.get(bundle)["segments"] if s["kind"] == "memory"}
+    assert m in {s["sources"][0] for s in repo.objects.get(bundle)["segments"] if s["kind"] == "memory"}
 
 
 def test_the_index_is_a_cache_stale_caught_up_damaged_rebuilt(two_projects):
@@ -188,10 +188,10 @@ def test_recall_returns_what_a_summary_replaced(two_projects):
     for i in range(4):
         a.add_user_message(f"later step {i}: " + "filler " * 40)
     res = a.compact(keep_recent_tokens=60)
-    replaced = set(repo.store.get(res.compaction_id).source_event_ids)
+    replaced = set(repo.objects.get(res.compaction_id).source_event_ids)
     assert first in replaced
     everything = a.recall(k=0)
-    assert [h.event for h in everything] == list(repo.store.get(res.compaction_id).source_event_ids)
+    assert [h.event for h in everything] == list(repo.objects.get(res.compaction_id).source_event_ids)
     hits = a.recall("emoji in identifiers")
     assert hits[0].event == first and hits[0].compaction == res.compaction_id
     assert any(art in h.artifacts for h in a.recall("UnicodeDecodeError"))

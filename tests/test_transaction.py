@@ -180,11 +180,11 @@ def test_gc_lock_is_released_between_transactions(tmp_path):
     repo = _repo(tmp_path)
     repo.new_session(title="t")
     ps.append(repo, "UserPromptSubmitted", "user", {"text": "a"})
-    assert not repo.store.gc_lock.held  # a live agent does not keep gc out
+    assert not repo.objects.gc_lock.held  # a live agent does not keep gc out
     with repo.transaction() as tx:
         tx.append("UserPromptSubmitted", "user", {"text": "b"})
-        assert repo.store.gc_lock.held
-    assert not repo.store.gc_lock.held
+        assert repo.objects.gc_lock.held
+    assert not repo.objects.gc_lock.held
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def test_undo_of_a_ref_moved_outside_the_log_is_a_conflict(tmp_path):
     main = branch_ref(sid, "main")
     with repo.transaction() as tx:
         other = tx.event("UserPromptSubmitted", "user", {"text": "b"}, (root,))
-    repo.store.flush()
+    repo.objects.flush()
     repo.refs.set_if_equals(main, eid, other)  # a writer bypassing the transaction
     head = operations.op_head(repo)
     with pytest.raises(RefConflict):
@@ -313,9 +313,9 @@ def test_put_new_tells_whether_the_store_lacked_the_object(tmp_path):
     repo = Repository.init(tmp_path)
     oid, body = codec.encode_object("value", {"x": 1})
     with repo.transaction(message="t"):
-        assert repo.store.put_new(oid, "value", body) is True
-        assert repo.store.put_new(oid, "value", body) is False
+        assert repo.objects.put_new(oid, "value", body) is True
+        assert repo.objects.put_new(oid, "value", body) is False
     repo.close()
     again = Repository.open(tmp_path / ".ctx")
-    assert again.store.put_new(oid, "value", body) is False
-    assert again.store.get(oid) == {"x": 1}
+    assert again.objects.put_new(oid, "value", body) is False
+    assert again.objects.get(oid) == {"x": 1}

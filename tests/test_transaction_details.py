@@ -49,7 +49,7 @@ def test_append_goes_to_the_transaction_branch_else_heads(repo, session):
         e2 = tx.append(*_prompt())
         e3 = tx.append(*_prompt("again"), ref=side)
     assert repo.refs.read(main) == e2 and repo.refs.read(side) == e3
-    ev = repo.store.get_typed(e3, Event)
+    ev = repo.objects.get_typed(e3, Event)
     with repo.transaction() as tx:  # append_event goes to the named branch, not HEAD's
         made = repo.make_event("UserPromptSubmitted", "user", {"text": "x"}, (e3,))
         e4 = tx.append_event(made, ref=side)
@@ -178,8 +178,8 @@ def test_a_rebase_keeps_extra_parents_and_renumbers_generations(repo, session, t
     tx.commit()
     new_merge, new_after = tx.appended
     assert (new_merge, new_after) != (merge, after)
-    m = repo.store.get_typed(new_merge, Event)
-    a = repo.store.get_typed(new_after, Event)
+    m = repo.objects.get_typed(new_merge, Event)
+    a = repo.objects.get_typed(new_after, Event)
     assert m.parents == (moved, s1) and a.parents == (new_merge,)
     assert m.generation == 4 and a.generation == 5  # root 1, side_tip 2, moved 3
     assert repo.refs.read(main) == new_after and side_tip != moved
@@ -197,7 +197,7 @@ def test_put_new_event_tells_whether_the_store_lacked_it_and_marks_sessions(repo
         assert (eid, new) == (tx.put_new_event(fields, sid)[0], True)
         assert tx.put_new_event(fields, sid) == (eid, False)
         assert tx.generation(eid) == 256
-    assert repo.store.get_typed(eid, Event).payload == {"text": "hi"}
+    assert repo.objects.get_typed(eid, Event).payload == {"text": "hi"}
     assert repo.session_marks.get(eid) == sid
 
 
@@ -210,7 +210,7 @@ def _stored_chain(repo, base, n):
         parent = base
         for i in range(n):
             eid = tx.event("UserPromptSubmitted", "user", {"text": f"a{i}"}, (parent,))
-            out.append((eid, repo.store.get_typed(eid, Event)))
+            out.append((eid, repo.objects.get_typed(eid, Event)))
             parent = eid
     return out
 
@@ -234,7 +234,7 @@ def test_adopted_appends_rebase_onto_a_moved_branch(repo, session, tmp_path):
     with repo.transaction() as tx:
         br = tx.adopt(main, root, chain)
     assert br.rebased and not br.dropped
-    first, second = (repo.store.get_typed(e, Event) for e in br.appended)
+    first, second = (repo.objects.get_typed(e, Event) for e in br.appended)
     assert first.parents == (moved,) and second.parents == (br.appended[0],)
     assert [e.payload["text"] for e in (first, second)] == ["a0", "a1"]
     assert br.fields[0]["parents"] == [moved]
@@ -315,9 +315,9 @@ def _chain_ops(repo, times):
     for t in times:
         op = Operation(parents=(parent,) if parent else (), time=t, user="u", host="h",
                        command="c", description="d", changes=())
-        parent = repo.store.put_object(op)
+        parent = repo.objects.put_object(op)
         ids.append(parent)
-    repo.store.flush()
+    repo.objects.flush()
     repo.refs.write_op_head(parent, fsync=False)
     return ids
 
@@ -475,7 +475,7 @@ def test_new_session_records_every_argument(repo):
             s.nonce) == ("Title", "2026-01-02T03:04:05.000Z", "/w", "/r", "p" * 64, "e" * 64,
                          "import", "n1")
     assert dict(s.origin) == {"format": "claude-code", "id": "x"} and s.config["model"] == "m"
-    ev = repo.store.get_typed(root, Event)
+    ev = repo.objects.get_typed(root, Event)
     assert (ev.type, ev.actor, ev.parents, ev.generation, ev.ts) == (
         "SessionStarted", "system", (), 1, "2026-01-02T03:04:05.000Z")
     assert ev.payload == {"session": sid, "title": "Title", "goal": "the goal"}
@@ -491,7 +491,7 @@ def test_new_session_defaults(repo):
     assert (s.title, s.cwd, s.repo_root, s.parent_session, s.spawn_event, s.kind) == (
         "", "", "", "", "", "main")
     assert dict(s.origin) == {} and len(s.nonce) == 16  # 8 random bytes, hex
-    assert repo.store.get_typed(root, Event).payload == {"session": sid}
+    assert repo.objects.get_typed(root, Event).payload == {"session": sid}
     main = branch_ref(sid, "main")
     assert repo.refs.read_head_value() == f"ref: {main}"
     assert repo.refs.reflog(HEAD)[-1].message == f"checkout: new session {sid[:12]}"
@@ -560,7 +560,7 @@ def test_events_record_actor_causality_and_session_marks(repo, session):
         marked = tx.put_event(deep, sid)
         unmarked = tx.put_event(dict(fields, generation=511), sid)
         no_session = tx.put_event(dict(fields, generation=768))
-    ev = repo.store.get_typed(eid, Event)
+    ev = repo.objects.get_typed(eid, Event)
     assert (ev.actor, dict(ev.causality)) == ("me", {"message_id": "m"})
     assert repo.session_marks.get(marked) == sid
     assert repo.session_marks.get(unmarked) is None and repo.session_marks.get(no_session) is None
@@ -575,9 +575,9 @@ def test_nested_transactions_hold_the_gc_lock_until_the_outermost_ends(repo, ses
     inner = repo.transaction()
     inner.event("UserPromptSubmitted", "user", {"text": "x"}, (root,))
     inner.commit()
-    assert repo.store.gc_lock.held  # gc must not run while the outer one is open
+    assert repo.objects.gc_lock.held  # gc must not run while the outer one is open
     outer.commit()
-    assert not repo.store.gc_lock.held
+    assert not repo.objects.gc_lock.held
 
 
 def test_the_check_looks_at_every_branch_of_the_transaction(repo, session, tmp_path):
@@ -607,7 +607,7 @@ def test_the_check_looks_at_every_branch_of_the_transaction(repo, session, tmp_p
     other.close()
     tx.commit()
     assert repo.refs.read(a) is None
-    assert repo.store.get_typed(repo.refs.read(c), Event).parents == (c_moved,)
+    assert repo.objects.get_typed(repo.refs.read(c), Event).parents == (c_moved,)
 
 
 def test_append_reflog_message_defaults_to_append(repo, session):
@@ -728,7 +728,7 @@ def test_defaults_of_append_and_set_head_value(repo, session):
         eid = tx.append("UserPromptSubmitted", payload={"text": "x"})
         br = tx.branch()
         assert not br.rebased and not br.dropped
-    assert repo.store.get_typed(eid, Event).actor == "system"
+    assert repo.objects.get_typed(eid, Event).actor == "system"
     with repo.transaction(message="detach") as tx:
         tx.set_head_value(root)
     assert repo.refs.reflog(HEAD)[-1].message == "detach"
@@ -756,7 +756,7 @@ def test_event_defaults_and_session_marks_of_stored_events(repo, session):
         deep = tx.put_event(dict(tx.event_fields("UserPromptSubmitted", parents=(root,)),
                                  generation=255))
         marked = tx.event("UserPromptSubmitted", parents=(deep,), session=sid)
-    ev = repo.store.get_typed(marked, Event)
+    ev = repo.objects.get_typed(marked, Event)
     assert (ev.actor, ev.generation) == ("system", 256)
     assert repo.session_marks.get(marked) == sid
 
@@ -885,7 +885,7 @@ def test_a_transaction_made_directly_rebases_its_appends(repo, session, tmp_path
     moved = ps.append(other, *_prompt("meanwhile"))
     other.close()
     tx.commit()
-    assert repo.store.get_typed(repo.refs.read(main), Event).parents == (moved,)
+    assert repo.objects.get_typed(repo.refs.read(main), Event).parents == (moved,)
 
 
 def test_restored_reflog_entries_of_the_same_millisecond_go_before_the_current_ones(repo, session):

@@ -71,7 +71,7 @@ def _refused(tmp_path, dst, data: bytes, match: str, limits: Limits | None = Non
             transfer.unpack(dst, str(path))
         else:
             transfer.unpack(dst, str(path), limits=limits)
-    dst.store.flush()
+    dst.objects.flush()
     assert store_files(tmp_path / "dst") == before
 
 
@@ -84,11 +84,11 @@ def test_good_pack_is_accepted(tmp_path, dst, good):
     assert {u.action for u in res.refs} == {"create"}
     assert all(dst.refs.read(name) == tip for name, tip in listing["refs"].items())
     assert res.objects == len(listing["objects"]) > 10 and 0 < res.new_objects <= res.objects
-    assert all(o["id"] in dst.store for o in listing["objects"])
-    dst.store.flush()
+    assert all(o["id"] in dst.objects for o in listing["objects"])
+    dst.objects.flush()
     before = store_files(tmp_path / "dst")
     again = transfer.unpack(dst, path)  # a second import is a no-op
-    dst.store.flush()
+    dst.objects.flush()
     assert again.new_objects == 0 and {u.action for u in again.refs} == {"unchanged"}
     assert store_files(tmp_path / "dst") == before
 
@@ -298,7 +298,7 @@ def test_a_forks_branch_may_start_on_its_parent_sessions_history(tmp_path):
                               nonce="fork")
     src.refs.set_if_equals(f"refs/sessions/{fork}/from-parent", None, info["main"])
     other, _ = src.new_session(title="unrelated", checkout=False, nonce="unrelated")
-    src.store.flush()
+    src.objects.flush()
     out = tmp_path / "fork.pack"
     transfer.pack(src, str(out), [fork])
     data = out.read_bytes()
@@ -319,5 +319,5 @@ def test_a_forks_branch_may_start_on_its_parent_sessions_history(tmp_path):
     before = store_files(tmp_path / "dst")
     with pytest.raises(BadPack, match=f"history starts session {info['session'][:12]}"):
         transfer.unpack(dst, str(path))
-    dst.store.flush()
+    dst.objects.flush()
     assert store_files(tmp_path / "dst") == before

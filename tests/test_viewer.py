@@ -129,7 +129,7 @@ def test_compaction_checks_can_fail(demo):
     repo, sid = demo
     m = model.session_model(repo, sid)
     (eid, cid), = [(r["id"], r["k"]) for r in m["events"] if r["t"] == "CompactionCompleted"]
-    rec = repo.store.get_typed(cid, Compaction)
+    rec = repo.objects.get_typed(cid, Compaction)
     good = {v["rule"]: v["status"] for v in rerun(repo, rec, eid, Projector(repo))}
     assert good["goal_verbatim"] == "pass" and good["smaller_than_replaced"] == "pass"
     bad = dataclasses.replace(rec, summary="Did some things.", goal={"user_goal": "",

@@ -84,7 +84,7 @@ def test_round_trip_binary_symlink_exec_delete_rename_ignored(cm, tmp_path):
     (tmp_path / "app.log").write_text("still ignored, changed\n")
     second = cm.snapshot_workspace()
     assert (second.added, second.deleted) == (2, 2)
-    changes = {c.status: c for c in diff_files(cm.store, first.event, second.event).changes}
+    changes = {c.status: c for c in diff_files(cm.repo, first.event, second.event).changes}
     assert changes["R"].old_path == "src/main.py" and changes["R"].path == "src/app.py"
     after = files_of(tmp_path)
     plan = cm.restore_workspace(first.event)
@@ -156,7 +156,7 @@ def test_unchanged_files_cost_nothing(cm, tmp_path):
     assert first.files == 100 and first.added == 100
     (tmp_path / "d3" / "f7.txt").write_text("changed\n")
     second = cm.snapshot_workspace()
-    listed = read_workspace(cm.store, second.workspace)["objects"]
+    listed = read_workspace(cm.repo, second.workspace)["objects"]
     assert len(listed) == 3  # the blob, d3's tree, the root tree
     assert (second.files, second.modified, second.added, second.deleted) == (100, 1, 0, 0)
     third = cm.snapshot_workspace()  # nothing changed: the same workspace object
@@ -274,11 +274,11 @@ def test_auto_snapshot_is_off_by_default(cm, tmp_path):
 def test_corrupt_content_is_refused_on_hydration(cm, tmp_path):
     (tmp_path / "a.txt").write_text("a\n")
     snap = cm.snapshot_workspace()
-    value = read_workspace(cm.store, snap.workspace)
-    bad = cm.store.store.put("blob", b"blob 2\0zz")
+    value = read_workspace(cm.repo, snap.workspace)
+    bad = cm.repo.objects.put("blob", b"blob 2\0zz")
     value["objects"] = [[oid, bad] for oid, _ in value["objects"]]
-    forged = cm.store.store.put("workspace", value)
-    with cm.store.transaction(cm.ref) as tx:
+    forged = cm.repo.objects.put("workspace", value)
+    with cm.repo.transaction(cm.ref) as tx:
         eid = tx.append("WorkspaceSnapshot", "system", {"workspace": forged, "tree": value["tree"]})
     import shutil
 

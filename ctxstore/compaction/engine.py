@@ -63,7 +63,7 @@ class CompactionResult:
 def _live_history(cm: CompactionTarget, tip: str) -> tuple[list[tuple[str, Event]], Compaction | None, str]:
     """First-parent events after the newest compaction (from its first_kept), oldest first."""
     boundary = Boundary()
-    out = list(live_events(cm.repo.graph, cm.repo.store, tip, boundary))
+    out = list(live_events(cm.repo.graph, cm.repo.objects, tip, boundary))
     out.reverse()
     return out, boundary.record, boundary.record_id
 
@@ -252,7 +252,7 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
                      tokens_before=result.tokens_before, tokens_after=result.tokens_after,
                      provenance=_provenance(result, summarizer, policy.get("id", POLICY_ID)),
                      previous=prev_id, kind="compaction")
-    result.compaction_id = cm.repo.store.put_object(record)
+    result.compaction_id = cm.repo.objects.put_object(record)
     with cm.repo.transaction(cm.ref, message="compact", rebase=False) as tx:
         if tx.base != tip:
             raise CompactionRejected(f"branch {cm.branch} moved during compaction; retry")
@@ -314,7 +314,7 @@ def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | 
                      provenance=_provenance(result, summarizer, POLICY_ID, branch=branch,
                                             branch_tip=other),
                      kind="merge")
-    result.compaction_id = cm.repo.store.put_object(record)
+    result.compaction_id = cm.repo.objects.put_object(record)
     with cm.repo.transaction(cm.ref, message=f"merge {branch}", rebase=False) as tx:
         if tx.base != tip:
             raise CompactionRejected(f"branch {cm.branch} moved during the merge; retry")

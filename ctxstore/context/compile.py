@@ -51,7 +51,7 @@ class ContextCompiler:
         out: list[tuple[str, Event]] = []
         boundary = Boundary()
         estimate, prompts = 0, 0
-        for eid, ev in live_events(self.repo.graph, self.repo.store, tip, boundary):
+        for eid, ev in live_events(self.repo.graph, self.repo.objects, tip, boundary):
             if len(out) >= limit:
                 break
             if token_budget is not None and boundary.record is None:
@@ -116,7 +116,7 @@ class ContextCompiler:
         for i, (eid, ev, _msg) in enumerate(hist):
             if ev.type == "BranchMerged":
                 cid = ev.causality.get("compaction_id", "")
-                rec = self.repo.store.get(cid) if cid else None
+                rec = self.repo.objects.get(cid) if cid else None
                 text = rec.summary if isinstance(rec, Compaction) else str(ev.payload.get("summary", ""))
                 out.append(Segment("summary", text=f"[Merged branch {ev.payload.get('branch', '')}]\n{text}",
                                    sources=(eid, *([cid] if cid else [])), order=i))

@@ -49,7 +49,7 @@ class BuildGuard:
     def artifact_is_sensitive(self, aid: str) -> bool:
         hit = self._sensitive.get(aid)
         if hit is None:
-            obj = self.repo.store.get(aid) if aid in self.repo.store else None  # thin store
+            obj = self.repo.objects.get(aid) if aid in self.repo.objects else None  # thin store
             hit = self._sensitive[aid] = isinstance(obj, Artifact) and obj.sensitive
         return hit
 
@@ -61,7 +61,7 @@ class BuildGuard:
                 continue
             hit = self._sensitive.get(sid)
             if hit is None:
-                store = self.repo.store
+                store = self.repo.objects
                 kind = store.type_of(sid) if sid in store else ""
                 obj = store.get(sid) if kind in ("artifact", "memory") else None
                 hit = self._sensitive[sid] = obj is not None and is_sensitive(obj)
@@ -101,7 +101,7 @@ class BuildGuard:
             if not hit and seg.kind in ("memory", "artifact"):
                 hit = self.cited_sensitive(seg)
             if hit or is_sensitive(seg.data):
-                what = f"{self.repo.store.type_of(hit)} {hit}" if hit else "marked sensitive"
+                what = f"{self.repo.objects.type_of(hit)} {hit}" if hit else "marked sensitive"
                 if policy.admit_sensitive:
                     data["admitted"] = f"sensitive ({what}): admitted by the policy (admit_sensitive)"
                 else:

@@ -40,9 +40,9 @@ def result_text(p: Any) -> str:
 
 
 def _memory(repo, mid: str) -> tuple[str, bool]:
-    if mid not in repo.store:
+    if mid not in repo.objects:
         return f"[memory {mid[:12]} is not in this store]", False
-    obj = repo.store.get(mid)
+    obj = repo.objects.get(mid)
     value = obj.to_dict() if hasattr(obj, "to_dict") else obj
     content = value.get("content", "") if isinstance(value, dict) else ""
     return str(content), is_sensitive(value)

@@ -235,11 +235,11 @@ def _move_tracking(repo, remote: str, tips: dict[str, str], result: FetchResult)
                 action = "deleted"
             elif old is None:
                 action = "create"
-            elif old in repo.store and graph.is_ancestor(old, new):
+            elif old in repo.objects and graph.is_ancestor(old, new):
                 action = "fast-forward"
             else:
                 action = "forced"
-            if new is not None and repo.store.type_of(new) != "event":
+            if new is not None and repo.objects.type_of(new) != "event":
                 raise BadPack(f"refs/ctx/{name}: names {new[:12]}, not an event; nothing moved")
             tx.set_ref(name, new, expected=old, message=f"fetch {remote}: {action}")
             result.refs.append(RefFetch(name, old, new, action))

@@ -170,7 +170,7 @@ def _push(repo, remote: str, url: str, refs: dict[str, str], force_with_lease: b
     advertised = list_ctx_refs(git_remote, callbacks, url)
     tracked = mir.git_refs(mirror, f"refs/remotes/{remote}/")
     result = PushResult(remote, url)
-    meta = EventMeta(repo.store)
+    meta = EventMeta(repo.objects)
     plans = [_decide(repo, mirror, ref, tip, advertised, tracked, force_with_lease, meta)
              for ref, tip in refs.items()]
     result.refs = plans
@@ -205,7 +205,7 @@ def _decide(repo, mirror, ref: str, tip: str, advertised: dict[str, str],
     plan.old = manifest.tip
     if manifest.tip == tip:
         plan.action = "up-to-date"
-    elif manifest.tip in repo.store and is_ancestor(meta, manifest.tip, tip):
+    elif manifest.tip in repo.objects and is_ancestor(meta, manifest.tip, tip):
         plan.action = "fast-forward"
     elif lease:
         plan.action = "forced"
@@ -225,7 +225,7 @@ def _contained(repo, mirror, commit: str, tip: str, meta: EventMeta) -> bool:
         remote_tip = mir.read_manifest(mirror, commit).tip
     except BadPack:
         return False
-    return remote_tip in repo.store and is_ancestor(meta, remote_tip, tip)
+    return remote_tip in repo.objects and is_ancestor(meta, remote_tip, tip)
 
 
 def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
@@ -244,7 +244,7 @@ def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
     bases = []
     for commit in parents:
         base = mir.read_manifest(mirror, commit).tip
-        if base in repo.store:
+        if base in repo.objects:
             bases.append(base)
     known = mir.known_ids(repo, mirror, parents) if bases else set()
     ids = objects_to_send(repo, p.new, bases, meta, known)
@@ -252,7 +252,7 @@ def _write_commit(repo, mirror, p: RefPush, advertised: dict[str, str],
         ids = send_filter(p.ref, p.new, ids)
     path = mir.tmp_path(repo, "push.ctxpack")
     try:
-        summary = packfile.write_pack(repo.store, path, {p.ref: p.new}, ids, bases,
+        summary = packfile.write_pack(repo.objects, path, {p.ref: p.new}, ids, bases,
                                       level=repo.config.get("compression_level", 3))
         manifest = mir.Manifest(p.ref, p.new, tuple(sorted(set(bases))), summary.objects)
         oid = mir.write_commit(mirror, manifest, path, parents)

@@ -32,13 +32,13 @@ class EventMeta:
     values (a push reads each new event for the walk; building frozen Events cost 3x more)."""
 
     def __init__(self, store) -> None:
-        self.store = store
+        self.objects = store
         self._memo: dict[str, tuple[int, tuple[str, ...]]] = {}
 
     def __call__(self, eid: str) -> tuple[int, tuple[str, ...]]:
         got = self._memo.get(eid)
         if got is None:
-            type_name, body = self.store.get_raw(eid)
+            type_name, body = self.objects.get_raw(eid)
             value = codec.unpack_value(body) if type_name == "event" else None
             if not isinstance(value, dict):
                 raise BadRevision(f"object {eid[:12]} is not an event")
@@ -110,11 +110,11 @@ def objects_to_send(repo, tip: str, bases: list[str], meta: EventMeta | None = N
     not enter them, so objects new events share with old ones — a snapshot's base chain and
     its file contents, a repeated message — are not sent again."""
     if not bases:  # the remote has nothing of this session: everything, as `ctx pack` walks
-        return links.reachable(repo.store, [tip])
-    meta = meta or EventMeta(repo.store)
+        return links.reachable(repo.objects, [tip])
+    meta = meta or EventMeta(repo.objects)
     events, have = new_events(meta, tip, bases)
     new = set(events)
-    store = repo.store
+    store = repo.objects
     cache: dict[str, bool] = {}
 
     def stop(obj_id: str) -> bool:

@@ -41,7 +41,7 @@ def _uuid_of(repo, ev) -> str:
     if not isinstance(src, dict) or src.get("format") != "claude-code":
         return ""
     try:
-        rec = json.loads(event_line(repo.store, ev.payload, ev.causality))
+        rec = json.loads(event_line(repo.objects, ev.payload, ev.causality))
     except ValueError:
         return ""
     return rec.get("uuid") if isinstance(rec, dict) and isinstance(rec.get("uuid"), str) else ""

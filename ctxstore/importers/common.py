@@ -143,7 +143,7 @@ class ImportContext:
         before = self.done_bytes
         self.done_bytes += nbytes
         if self.done_bytes // FLUSH_EVERY != before // FLUSH_EVERY:
-            self.repo.store.flush()  # bounded write buffers on a very large file
+            self.repo.objects.flush()  # bounded write buffers on a very large file
         if self.progress is not None:
             self.progress(self.done_bytes, self.total_bytes, path)
 
@@ -302,7 +302,7 @@ class SessionBuilder:
                  agent: str = "") -> None:
         self.ctx = ctx
         self.repo = ctx.repo
-        self.store = ctx.repo.store
+        self.objects = ctx.repo.objects
         self.fmt = fmt
         self.file = file
         self.source_id = source_id
@@ -360,13 +360,13 @@ class SessionBuilder:
 
     # -- objects -------------------------------------------------------------------------------
     def put(self, obj) -> str:
-        return self.store.put_object(obj)
+        return self.objects.put_object(obj)
 
     def message(self, role: str, blocks: list, meta: dict | None = None,
                 provenance: dict | None = None) -> str:
         fields = Message.fields_of(role, blocks, provenance or {"source": self.fmt}, meta or {})
         mid, body = codec.encode_object("message", fields)
-        self.store.put_encoded(mid, "message", body)
+        self.objects.put_encoded(mid, "message", body)
         calls = [b.tool_call_id for b in blocks if isinstance(b, ToolCallBlock)]
         if self._pending is not None or calls:
             stored = (mid, codec.unpack_value(body))
@@ -383,7 +383,7 @@ class SessionBuilder:
         data = text.encode("utf-8", "replace")
         if len(data) <= self.ctx.threshold:
             return text, "", len(data)
-        blob = put_large(self.store, data, self.ctx.chunking)  # chunked above the threshold
+        blob = put_large(self.objects, data, self.ctx.chunking)  # chunked above the threshold
         pv = preview(text, ARTIFACT_PREVIEW_CHARS)
         art = self.put(Artifact("tool_output", blob, len(data), summary=pv[:200],
                                 source_event=source_event))
@@ -401,7 +401,7 @@ class SessionBuilder:
         call = self._call_messages.pop(tcid, None)
         if call is not None and self._pending is not None:
             if call[1] is None:  # a live import resumed from its state keeps only the id
-                call = (call[0], codec.unpack_value(self.store.get_raw(call[0])[1]))
+                call = (call[0], codec.unpack_value(self.objects.get_raw(call[0])[1]))
             self._line_messages.append(call)  # a result repeats its call's input (Edit, Write)
         caus = {"tool_call_id": tcid, "message_id": mid, **({"artifact_id": art} if art else {})}
         self.stats.tool_pairs += 1
@@ -421,7 +421,7 @@ class SessionBuilder:
             value, text = self._pending
             self._pending = None
             payload["source"] = {**self._source, **keep_line(
-                self.store, value, text, self.ctx.threshold, self._line_messages,
+                self.objects, value, text, self.ctx.threshold, self._line_messages,
                 causality.get("message_id", ""), self.ctx.chunking)}
             self._line_messages = []
         line = self.lines[self.cur]

@@ -64,11 +64,11 @@ def export_session(repo: Repository, rev_or_session: str, format: str, out: Text
     if writer is not None and not getattr(harnesses.module(format), "is_document", lambda o: True)(session.origin):
         writer = None  # this session came from the harness's line format: written line by line
     if writer is not None:  # a document format: the module puts its records back together
-        records = [(n, json.loads(event_line(repo.store, ev.payload, ev.causality)))
+        records = [(n, json.loads(event_line(repo.objects, ev.payload, ev.causality)))
                    for n, ev in lines]
         return {"session": sid, "format": format, "lines": writer(records, out)}
     for _line, ev in lines:
-        out.write(event_line(repo.store, ev.payload, ev.causality))
+        out.write(event_line(repo.objects, ev.payload, ev.causality))
         out.write("\n")
     return {"session": sid, "format": format, "lines": len(lines)}
 

@@ -219,7 +219,7 @@ def _restore_builder(ctx: ImportContext, st: dict) -> SessionBuilder:
     """A SessionBuilder as it was after the previous batch (its session already exists, so
     __init__, which creates it, is not run)."""
     b = SessionBuilder.__new__(SessionBuilder)
-    b.ctx, b.repo, b.store, b.tx = ctx, ctx.repo, ctx.repo.store, ctx.tx
+    b.ctx, b.repo, b.objects, b.tx = ctx, ctx.repo, ctx.repo.objects, ctx.tx
     for f in _BUILDER_FIELDS:
         setattr(b, f, st[f])
     b._source, b._pending, b._line_messages = None, None, []
@@ -408,7 +408,7 @@ class LiveImporter:
             while eid:  # back to the line's first event, which keeps the line
                 ev = graph.event(eid)
                 if isinstance(ev.payload.get("source"), dict):
-                    text = event_line(self.repo.store, ev.payload, ev.causality)
+                    text = event_line(self.repo.objects, ev.payload, ev.causality)
                     out[u] = json.loads(text) if text is not None else None
                     break
                 eid = ev.parents[0] if ev.parents else None

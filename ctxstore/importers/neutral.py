@@ -35,8 +35,8 @@ def _dump(value: Any) -> str:
 
 
 def _obj(repo: Repository, oid: str) -> dict[str, Any]:
-    type_name = repo.store.type_of(oid)
-    value = repo.store.get(oid)
+    type_name = repo.objects.type_of(oid)
+    value = repo.objects.get(oid)
     if type_name == "blob":
         value = {"base64": base64.b64encode(value).decode("ascii")}
     elif hasattr(value, "to_dict"):
@@ -51,12 +51,12 @@ def _objects_of(repo: Repository, ev, inline_artifacts: bool, sent: set[str]) ->
     todo += source_objects(ev.payload.get("source"))
     while todo:
         oid = todo.pop(0)
-        if not oid or oid in sent or oid not in repo.store:
+        if not oid or oid in sent or oid not in repo.objects:
             continue
         sent.add(oid)
         obj = _obj(repo, oid)
         out.append(obj)
-        type_name, body = repo.store.get_raw(oid)
+        type_name, body = repo.objects.get_raw(oid)
         if type_name == "artifact" and not inline_artifacts:
             continue  # by reference: the content stays behind
         todo.extend(references(type_name, codec.decode_body(type_name, body)))
@@ -90,7 +90,7 @@ def export(repo: Repository, sid: str, tips: list[str], out: TextIO,
 def _put(ctx: ImportContext, file: str, line: int, oid: str, type_name: str, value: Any) -> bool:
     if type_name == "blob":
         value = base64.b64decode(value["base64"])
-    got = ctx.repo.store.put(type_name, value)
+    got = ctx.repo.objects.put(type_name, value)
     if got != oid:
         ctx.warn(file, line, f"{type_name} {oid[:12]} re-hashes to {got[:12]}; kept under the new id")
         return False
@@ -116,7 +116,7 @@ def import_file(ctx: ImportContext, path: Path) -> None:
                     _put(ctx, path.name, n, obj["id"], obj["type"], obj["value"])
                     if stats is not None and obj["type"] == "artifact":
                         stats.artifacts += 1
-                new = rec["id"] not in ctx.repo.store
+                new = rec["id"] not in ctx.repo.objects
                 _put(ctx, path.name, n, rec["id"], "event", rec["event"])
                 if stats is not None:
                     stats.events += 1
@@ -135,7 +135,7 @@ def import_file(ctx: ImportContext, path: Path) -> None:
         ref = branch_ref(stats.session, name)
         cur = tx.read(ref)
         stats.branches[name] = tip
-        if tip not in ctx.repo.store:
+        if tip not in ctx.repo.objects:
             ctx.warn(path.name, 0, f"branch {name} names a missing event {tip[:12]}")
             continue
         if cur == tip or (cur is not None and graph.is_ancestor(tip, cur)):

@@ -175,7 +175,7 @@ class _OverlayStore(ObjectStore):
 
 
 def _overlay(repo: Repository) -> Repository:
-    return Repository(None, _OverlayStore(repo.store), MemoryRefs.copy_of(repo.refs),
+    return Repository(None, _OverlayStore(repo.objects), MemoryRefs.copy_of(repo.refs),
                       dict(repo.config))
 
 

@@ -71,7 +71,7 @@ def _strings_of(value: Any, path: list, out: dict[str, list]) -> None:
 class _Reducer:
     def __init__(self, store, threshold: int, strings: dict[str, list],
                  chunking: ChunkParams | None = None) -> None:
-        self.store = store
+        self.objects = store
         self.chunking = chunking
         self.threshold = threshold
         self.strings = strings
@@ -172,7 +172,7 @@ class _Reducer:
             except UnicodeDecodeError:
                 return value
             path = self._pointer()
-            self.blobs[path] = put_large(self.store, data, self.chunking)
+            self.blobs[path] = put_large(self.objects, data, self.chunking)
             self.blob_text[path] = value
             return ""
         return value

@@ -149,7 +149,7 @@ def _graph_problems(repo: Repository, roots: set[str], ref_targets: list,
     problems: list[Problem] = []
     seen = _Collector()
     missing: dict[str, str] = {}
-    reader = _Reader(repo.store)
+    reader = _Reader(repo.objects)
     cb = None if progress is None else (lambda n: progress("connectivity", n, 0))
     links.reachable(reader, sorted(roots), missing=missing, progress=cb, visit=seen)
     for obj_id, message in sorted(reader.damaged.items()):
@@ -194,7 +194,7 @@ def _workspace_name_problems(repo: Repository, seen: _Collector) -> Iterator[Pro
                 continue  # a tree checked already, or one fsck's link walk reports as missing
             checked.add(tree)
             try:
-                kind, data = gitdb.parse_loose(read_content(repo.store, listed[tree]))
+                kind, data = gitdb.parse_loose(read_content(repo.objects, listed[tree]))
             except (CtxError, ValueError):
                 continue  # unreadable content is reported by the link and hash checks
             if kind != gitdb.TREE:
@@ -241,12 +241,12 @@ class _Reader:
     """The store as the walk sees it: a damaged object is recorded and treated as absent."""
 
     def __init__(self, store) -> None:
-        self.store = store
+        self.objects = store
         self.damaged: dict[str, str] = {}
 
     def get_raw(self, obj_id: str) -> tuple[str, bytes]:
         try:
-            return self.store.get_raw(obj_id)
+            return self.objects.get_raw(obj_id)
         except CorruptObject as exc:
             self.damaged[obj_id] = str(exc)
             raise ObjectNotFound(str(exc)) from None
@@ -256,7 +256,7 @@ def _store_problems(repo: Repository, progress: Progress, counted: list[int]) ->
     from ..store.fsck import verify
     from ..store.packstore import PackStore
 
-    store = repo.store
+    store = repo.objects
     if not isinstance(store, PackStore):  # e.g. a memory store: re-hash what it holds
         n = 0
         for obj_id in store:
@@ -293,12 +293,12 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
         op = repo.refs.read_op_head()
         if op:
             roots.add(op)
-            if op not in repo.store:
+            if op not in repo.objects:
                 problems.append(Problem("ref", f"{repo.ref_file('op-head')}:1: op-head names "
                                                f"missing object {op}", op))
-            elif repo.store.type_of(op) != "operation":
+            elif repo.objects.type_of(op) != "operation":
                 problems.append(Problem("ref", f"{repo.ref_file('op-head')}:1: op-head names "
-                                               f"{op}, a {repo.store.type_of(op)}, not an "
+                                               f"{op}, a {repo.objects.type_of(op)}, not an "
                                                f"operation", op))
     except CtxError as exc:
         problems.append(Problem("ref", f"op-head: {exc}"))
@@ -310,7 +310,7 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
                     roots.add(v)
                     targets.append((f"reflog {name}@{{{i}}}", v))
         problems.extend(Problem("reflog", str(exc)) for exc in bad_lines)
-    store = repo.store
+    store = repo.objects
     for label, target in targets:
         if target not in store:
             kind = "reflog" if label.startswith("reflog") else "ref"

@@ -132,8 +132,8 @@ def check_root_sources(repo: Repository) -> None:
     repo.refs.read_op_head()
     for name in reflog_names(repo):
         repo.refs.reflog(name)
-    if isinstance(repo.store, PackStore):
-        problems = repo.store.dicts_problems()
+    if isinstance(repo.objects, PackStore):
+        problems = repo.objects.dicts_problems()
         if problems:
             raise problems[0]
 
@@ -232,7 +232,7 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     from ..store.repack import GC_WAIT, RepackLock, dictionary_ids, repack
     from .repack import preparer
 
-    store = repo.store
+    store = repo.objects
     if not isinstance(store, PackStore):
         raise Unsupported("gc needs an on-disk store")
     try:

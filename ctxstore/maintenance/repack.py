@@ -132,7 +132,7 @@ def repack(repo: Repository, *, level: int = rc.REPACK_LEVEL, dict_size: int = r
     from ..store.repack import GC_WAIT, RepackLock
     from ..store.repack import repack as rewrite
 
-    store = repo.store
+    store = repo.objects
     if not isinstance(store, PackStore):
         raise Unsupported("repack needs an on-disk store")
     start = time.perf_counter()

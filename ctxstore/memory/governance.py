@@ -255,7 +255,7 @@ def write(repo: Repository, mem: Memory, *, action: str = "add", actor: str = "u
     if problems:
         raise MemoryRefused("refusing the memory: " + "; ".join(problems))
     with _in_tx(repo, tx, f"memory {action}", f"api: memory {action}") as t:
-        mid = repo.store.put_object(mem)
+        mid = repo.objects.put_object(mem)
         payload = {"memory_id": mid, "action": action, "scope": mem.scope,
                    "scope_key": mem.scope_key, **({"supersedes": mem.supersedes} if mem.supersedes else {}),
                    **dict(extra or {})}

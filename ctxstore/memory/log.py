@@ -71,7 +71,7 @@ def chain_events(repo: Repository, tip: str | None, stop: str | None = None
 
 def load_memory(repo: Repository, mid: str, where: str) -> Memory:
     try:
-        mem = repo.store.get(mid)
+        mem = repo.objects.get(mid)
     except ObjectNotFound:
         raise CorruptStore(f"{where}: names memory {mid[:12]}, which is not in the store") from None
     if not isinstance(mem, Memory):
@@ -131,11 +131,11 @@ def live_memories(repo: Repository) -> list[MemoryRecord]:
 
 def find_memory(repo: Repository, text: str) -> tuple[ScopeLog, MemoryRecord]:
     """The memory a full or abbreviated id names, with its scope's history."""
-    mid = repo.store.resolve(text)
+    mid = repo.objects.resolve(text)
     for log in scope_logs(repo):
         if mid in log.records:
             return log, log.records[mid]
-    if repo.store.type_of(mid) == "memory":
+    if repo.objects.type_of(mid) == "memory":
         raise NotFound(f"memory {mid[:12]} is in the store but in no scope's history "
                        f"(its write was undone or never committed)")
     raise NotFound(f"{mid[:12]} is not a memory")

@@ -90,9 +90,9 @@ def queue_received(tx: Transaction, origin: str, ref: str, kept_as: str, tip: st
 
 
 def _candidates(repo: Repository, cid: str) -> list[Candidate]:
-    if repo.store.type_of(cid) == "event":
+    if repo.objects.type_of(cid) == "event":
         return _received(repo, cid)
-    rec = repo.store.get(cid)
+    rec = repo.objects.get(cid)
     if not isinstance(rec, Compaction):
         raise NotFound(f"{cid[:12]} is not a compaction")
     out = []
@@ -152,7 +152,7 @@ def scan(repo: Repository) -> list[str]:
         cid = ev.causality.get("compaction_id") \
             if ev.type in ("CompactionCompleted", "BranchMerged") else None
         if isinstance(cid, str) and cid not in known and cid not in found:
-            rec = repo.store.get(cid)
+            rec = repo.objects.get(cid)
             if isinstance(rec, Compaction) and rec.memory_candidates:
                 found.append(cid)
     return found
@@ -164,7 +164,7 @@ def enqueue(repo: Repository, compaction_ids: Iterable[str]) -> int:
         return 0
     with repo.transaction(message="memory review: queue", command="api: memory review scan") as tx:
         for cid in ids:
-            rec = repo.store.get(cid)
+            rec = repo.objects.get(cid)
             queue_candidates(tx, cid, len(rec.memory_candidates))
     return len(ids)
 
@@ -179,7 +179,7 @@ def find_candidate(repo: Repository, key: str) -> Candidate:
     ref, sep, n = key.rpartition(":")
     if not sep or not n.isdigit():
         raise MemoryRefused(f"{key!r}: name a candidate as COMPACTION:N (see ctx memory review)")
-    cid = repo.store.resolve(ref)
+    cid = repo.objects.resolve(ref)
     for c in pending(repo):
         if c.compaction == cid and c.index == int(n):
             return c

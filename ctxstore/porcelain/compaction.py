@@ -62,7 +62,7 @@ def compacted_events(repo: Repository, events) -> dict[str, str]:
             cid = ev.causality["compaction_id"]
             from ..objects.compaction import Compaction
 
-            rec = repo.store.get(cid)
+            rec = repo.objects.get(cid)
             if isinstance(rec, Compaction):
                 for sid in rec.source_event_ids:
                     marks.setdefault(sid, cid)

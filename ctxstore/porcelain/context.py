@@ -141,7 +141,7 @@ def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str =
     except OSError as exc:
         raise user_file_error(exc, path, "read") from None
     art = Artifact(kind, content, size, uri=str(p), summary=summary, sensitive=sensitive)
-    aid = repo.store.put_object(art)
+    aid = repo.objects.put_object(art)
     cur = repo.current()
     event = None
     if cur.ref is not None and cur.tip is not None:  # an event names it: gc keeps it
@@ -151,19 +151,19 @@ def artifact_add(repo: Repository, path: str, kind: str = "file", summary: str =
                                **({"summary": summary} if summary else {})},
                               {"artifact_id": aid})
     else:
-        repo.store.flush()
+        repo.objects.flush()
     return {"artifact": aid, "content": content, "size": size, "event": event}
 
 
 def cat(repo: Repository, obj: str) -> Iterator[bytes]:
     """The bytes of an artifact's content, a blob or a chunked blob, streamed and verified."""
-    oid = repo.store.resolve(obj)
-    kind = repo.store.type_of(oid)
+    oid = repo.objects.resolve(obj)
+    kind = repo.objects.type_of(oid)
     if kind == "artifact":
-        oid, kind = repo.store.get(oid).content, "content"
+        oid, kind = repo.objects.get(oid).content, "content"
     if kind not in ("blob", "chunks", "content"):
         raise NotFound(f"object {oid[:12]} is a {kind}, not an artifact or blob "
                        f"(use `ctx show` for structured objects)")
     from ..chunking import iter_content
 
-    return iter_content(repo.store, oid, verify=True)
+    return iter_content(repo.objects, oid, verify=True)

@@ -57,10 +57,10 @@ def log(repo: Repository, rev: str | None = None, n: int | None = None,
 def message_of(repo: Repository, ev: Event) -> Message | None:
     """The message an event names (`causality.message_id`), or None."""
     mid = ev.causality.get("message_id")
-    if isinstance(mid, str) and mid in repo.store:
+    if isinstance(mid, str) and mid in repo.objects:
         from ..objects.message import Message
 
-        return repo.store.get_typed(mid, Message)
+        return repo.objects.get_typed(mid, Message)
     return None
 
 
@@ -68,7 +68,7 @@ def _text_preview(repo: Repository, content_id: str, limit: int = 8192) -> str |
     """The first `limit` bytes of an artifact's content as text; None when it is binary."""
     from ..chunking import open_content
 
-    with open_content(repo.store, content_id) as f:
+    with open_content(repo.objects, content_id) as f:
         head = f.read(limit)
     try:
         return head.decode("utf-8")
@@ -104,8 +104,8 @@ def show(repo: Repository, rev: str, source: bool = False) -> dict[str, Any]:
     session, the message it names and the artifacts it or that message refers to, and with
     `source` the original transcript line an importer kept (`source_line`, JSON text)."""
     obj_id = resolve_object(repo, rev)
-    type_name, _ = repo.store.get_raw(obj_id)
-    obj = repo.store.get(obj_id)
+    type_name, _ = repo.objects.get_raw(obj_id)
+    obj = repo.objects.get(obj_id)
     if isinstance(obj, StoredObject):
         content: Any = obj.to_dict()
     elif isinstance(obj, bytes):
@@ -121,7 +121,7 @@ def show(repo: Repository, rev: str, source: bool = False) -> dict[str, Any]:
         if source:
             from ..importers.records import event_line
 
-            info["source_line"] = event_line(repo.store, obj.payload, obj.causality)
+            info["source_line"] = event_line(repo.objects, obj.payload, obj.causality)
         if obj.type in ("ToolCallFinished", "ToolCallFailed"):
             info["tool_name"] = obj.payload.get("name") or _call_name(repo, obj)
     # by type name, not isinstance: showing an event without a message never loads message.py
@@ -129,10 +129,10 @@ def show(repo: Repository, rev: str, source: bool = False) -> dict[str, Any]:
         info["preview"] = _text_preview(repo, obj.content)
     mid = obj.causality.get("message_id") if isinstance(obj, Event) else None
     msg = obj if type_name == "message" else None
-    if isinstance(mid, str) and mid in repo.store:
+    if isinstance(mid, str) and mid in repo.objects:
         from ..objects.message import Message
 
-        msg = repo.store.get_typed(mid, Message)
+        msg = repo.objects.get_typed(mid, Message)
         info["message"] = {"id": mid, **msg.to_dict()}
     refs = []
     if isinstance(obj, Event) and isinstance(obj.causality.get("artifact_id"), str):
@@ -144,10 +144,10 @@ def show(repo: Repository, rev: str, source: bool = False) -> dict[str, Any]:
                 refs.append(ref)
     info["artifacts"] = {}
     for ref in refs:
-        if ref in repo.store:
+        if ref in repo.objects:
             from ..objects.message import Artifact
 
-            art = repo.store.get_typed(ref, Artifact)
+            art = repo.objects.get_typed(ref, Artifact)
             info["artifacts"][ref] = art.to_dict()
     return info
 

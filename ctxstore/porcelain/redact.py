@@ -131,9 +131,9 @@ def pack_redacted(repo: Repository, out: str, revs: list[str] | None = None, *,
     if progress is not None:
         progress("redact", 0, 0)
     view = redacted_view(repo, refs)
-    ids = links.reachable(view.store, view.refs.values())
+    ids = links.reachable(view.objects, view.refs.values())
     wcb = None if progress is None else (lambda n: progress("write", n, len(ids)))
-    summary = packfile.write_pack(view.store, out, view.refs, ids, [], progress=wcb,
+    summary = packfile.write_pack(view.objects, out, view.refs, ids, [], progress=wcb,
                                   level=repo.config.get("compression_level", 3))
     return summary, view.report.to_dict()
 

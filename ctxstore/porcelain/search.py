@@ -109,7 +109,7 @@ def _event_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: str
         stats.messages += 1
         from ..objects.message import Message  # start-up: `ctx log` filters need none of it
 
-        msg = repo.store.get_typed(mid, Message)
+        msg = repo.objects.get_typed(mid, Message)
         for block in msg.blocks:
             kind = block.KIND
             if kind in ("text", "thinking", "summary"):
@@ -140,7 +140,7 @@ def _artifact_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: 
     try:
         from ..objects.message import Artifact
 
-        art = repo.store.get_typed(aid, Artifact)
+        art = repo.objects.get_typed(aid, Artifact)
     except CtxError:
         stats.skipped_artifacts.append(aid)  # fsck's business; grep names it and goes on
         return
@@ -150,7 +150,7 @@ def _artifact_hits(repo: Repository, pattern: re.Pattern, sid: str | None, eid: 
     stats.artifacts += 1
     from ..chunking import open_content
 
-    with open_content(repo.store, art.content) as f:
+    with open_content(repo.objects, art.content) as f:
         data = f.read()
     try:
         text = data.decode("utf-8")
@@ -176,13 +176,13 @@ def ranked_grep(repo: Repository, query: str, tips: list[tuple[str | None, str]]
     qt = set(tokens(query))
     out = []
     for row, score in index.search(query, k=k, kinds=["event", "artifact"], groups=groups):
-        obj = repo.store.get(row.id)
+        obj = repo.objects.get(row.id)
         if isinstance(obj, Artifact):
-            text, ev = artifact_text(repo.store, obj), repo.graph.event(row.source)
+            text, ev = artifact_text(repo.objects, obj), repo.graph.event(row.source)
         else:
             ev = obj
             mid = ev.causality.get("message_id")
-            msg = repo.store.get(mid) if isinstance(mid, str) and mid else None
+            msg = repo.objects.get(mid) if isinstance(mid, str) and mid else None
             text = event_text(ev, msg if isinstance(msg, Message) else None)
         out.append({"kind": row.kind, "id": row.id, "event": row.source, "type": ev.type,
                     "session": row.group[2:], "score": round(score, 4),

@@ -40,7 +40,7 @@ def own_meta(repo: Repository, session_id: str) -> tuple[str, tuple[str, ...], s
     tip = repo.refs.read(meta_ref(session_id))
     if tip is None:
         return "", (), None
-    if tip not in repo.store:
+    if tip not in repo.objects:
         repo._missing_target(meta_ref(session_id), tip)
     p = repo.graph.event(tip).payload
     title = p.get("title") if isinstance(p.get("title"), str) else ""

@@ -77,12 +77,12 @@ def pack(repo: Repository, out: str, revs: list[str] | None = None, *, all_refs:
     exclude: set[str] = set()
     if since:
         base = resolve_event(repo, since)
-        exclude = links.reachable(repo.store, [base])
+        exclude = links.reachable(repo.objects, [base])
         prereqs = [base]
-    ids = links.reachable(repo.store, refs.values(), progress=cb,
+    ids = links.reachable(repo.objects, refs.values(), progress=cb,
                           stop=exclude.__contains__ if exclude else None)
     wcb = None if progress is None else (lambda n: progress("write", n, len(ids)))
-    return packfile.write_pack(repo.store, out, refs, ids, prereqs, progress=wcb,
+    return packfile.write_pack(repo.objects, out, refs, ids, prereqs, progress=wcb,
                                level=repo.config.get("compression_level", 3))
 
 

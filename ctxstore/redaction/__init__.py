@@ -4,7 +4,7 @@ store (export, pack, push); `purge` rewrites history deliberately, as an undoabl
 
     from ctxstore.redaction import Redactor, policy_for, redacted_view
     view = redacted_view(repo, {"refs/sessions/SID/main": tip})   # a pack: view.refs from
-                                                                   # view.store
+                                                                   # view.objects
     # a git push keeps its copy: ctxstore.redaction.pushmap.redact_into_store
 
 Nothing here imports detect-secrets until a Redactor is built (extra `redact`).

@@ -67,7 +67,7 @@ def purge(repo: Repository, rev: str, policy: RedactionPolicy | None = None) -> 
     report = RewriteReport()
     with repo.transaction(message=f"redact --purge: session {sid[:12]}",
                           command=repo.command or "api: redact.purge") as tx:
-        rw = Rewriter(repo.store, repo.store, Redactor(policy),
+        rw = Rewriter(repo.objects, repo.objects, Redactor(policy),
                       put_event=lambda f: tx.put_event(f, rw.mapping.get(sid, sid)))
         rw.rewrite(sorted(set(refs.values())))
         report = rw.report

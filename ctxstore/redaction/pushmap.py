@@ -138,13 +138,13 @@ def redact_into_store(repo, tx, refs: Mapping[str, str],
     for name, tip in refs.items():
         by_session.setdefault(session_of_ref(name), []).append(tip)
     current: list[str | None] = [None]  # the redacted id of the session being rewritten
-    rw = Rewriter(repo.store, repo.store, redactor, known=pmap.entries,
+    rw = Rewriter(repo.objects, repo.objects, redactor, known=pmap.entries,
                   put_event=lambda f: tx.put_event(f, current[0]))
     for sid in sorted(by_session, key=lambda s: s or ""):
         # the session first: its redacted id names the session marks of its events
         current[0] = rw.rewrite([sid])[sid] if sid else None
         rw.rewrite(sorted(set(by_session[sid])))
-    repo.store.flush()  # step 1: every redacted object is durable before the map names it
+    repo.objects.flush()  # step 1: every redacted object is durable before the map names it
     records = rw.records()
     pmap.append(records)  # step 2
     new_refs = remap_refs(refs, rw.mapping)

@@ -20,7 +20,7 @@ from .rewrite import OverlayStore, Rewriter, RewriteReport, remap_refs
 
 @dataclass
 class RedactedView:
-    store: OverlayStore  #: reads the redacted objects (and the untouched ones, unchanged)
+    objects: OverlayStore  #: reads the redacted objects (and the untouched ones, unchanged)
     refs: dict[str, str]  #: ref name -> redacted tip (session refs follow a changed session id)
     mapping: dict[str, str]  #: old id -> redacted id, for everything reached
     report: RewriteReport
@@ -29,7 +29,7 @@ class RedactedView:
         """A read-only-by-convention Repository over the view (for exporters)."""
         from ..refs import MemoryRefs
 
-        repo = Repository(None, self.store, MemoryRefs())
+        repo = Repository(None, self.objects, MemoryRefs())
         with repo.transaction(message="redacted view") as tx:  # writes to the overlay only
             for name, tip in self.refs.items():
                 tx.create_ref(name, tip)
@@ -80,7 +80,7 @@ def redacted_view(repo: Repository, refs: Mapping[str, str],
                   policy: RedactionPolicy | None = None) -> RedactedView:
     """Redact everything REFS ({ref name: tip}) reach into an overlay of the repository."""
     policy = policy or policy_for_refs(repo, refs)
-    store = OverlayStore(repo.store)
-    rw = Rewriter(repo.store, store, Redactor(policy))
+    store = OverlayStore(repo.objects)
+    rw = Rewriter(repo.objects, store, Redactor(policy))
     rw.rewrite(sorted(set(refs.values())))
     return RedactedView(store, remap_refs(refs, rw.mapping), rw.mapping, rw.report)

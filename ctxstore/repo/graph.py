@@ -30,7 +30,7 @@ class EventGraph:
     """Read-side view of the DAG with a small event cache (events are immutable, so caching is safe)."""
 
     def __init__(self, store: ObjectStore, cache_size: int = 65536) -> None:
-        self.store = store
+        self.objects = store
         self._cache: OrderedDict[str, Event] = OrderedDict()
         self._cache_size = cache_size
 
@@ -38,7 +38,7 @@ class EventGraph:
         ev = self._cache.get(event_id)
         if ev is not None:
             return ev
-        obj = self.store.get(event_id)
+        obj = self.objects.get(event_id)
         if not isinstance(obj, Event):
             raise BadRevision(f"object {event_id[:12]} is not an event")
         self._cache[event_id] = obj

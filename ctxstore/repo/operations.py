@@ -37,7 +37,7 @@ def walk(repo: Repository, start: str | None = None) -> Iterator[LoggedOperation
     oid = start if start is not None else op_head(repo)
     while oid:
         try:
-            op = repo.store.get_typed(oid, Operation)
+            op = repo.objects.get_typed(oid, Operation)
         except ObjectNotFound:
             return
         yield LoggedOperation(oid, op)

@@ -56,7 +56,7 @@ class Repository:
     def __init__(self, path: Path | None, store: ObjectStore, refs: RefStore,
                  config: dict[str, Any] | None = None) -> None:
         self.path = path
-        self.store = store
+        self.objects = store
         self.refs = refs
         self.config = config if config is not None else dict(config_mod.DEFAULTS)
         self.graph = EventGraph(store)
@@ -118,7 +118,7 @@ class Repository:
         return cls(None, MemoryStore(), MemoryRefs())
 
     def close(self) -> None:
-        self.store.close()
+        self.objects.close()
 
     def __enter__(self) -> Repository:
         return self
@@ -135,7 +135,7 @@ class Repository:
             return tx.new_session(title, goal, **kw)
 
     def session(self, session_id: str) -> Session:
-        return self.store.get_typed(session_id, Session)
+        return self.objects.get_typed(session_id, Session)
 
     def session_ids(self) -> list[str]:
         out: list[str] = []
@@ -154,7 +154,7 @@ class Repository:
 
     def current(self) -> Current:
         head = self.refs.read_head()
-        if head.target is not None and head.target not in self.store:
+        if head.target is not None and head.target not in self.objects:
             self._missing_target(head.ref or "HEAD", head.target)
         if head.ref:
             parts = split_branch_ref(head.ref)

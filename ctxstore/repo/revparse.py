@@ -119,16 +119,16 @@ def _base(repo: Repository, text: str) -> Resolved:
             raise BadRevision(f"{text} does not point to an event yet{hint}")
         if ref == HEAD:
             ref = repo.refs.read_head().ref  # None when detached
-        if target not in repo.store:  # the ref's file is damaged: say which (issue 28)
+        if target not in repo.objects:  # the ref's file is damaged: say which (issue 28)
             repo._missing_target(ref or HEAD, target)
         return Resolved(target, ref)
     try:
-        obj_id = repo.store.resolve(text)
+        obj_id = repo.objects.resolve(text)
     except BadRevision:
         raise BadRevision(f"unknown revision {text!r}: not a branch, session or object id") from None
     except NotFound:
         raise BadRevision(f"unknown revision {text!r}: no branch, session or object matches") from None
-    obj = repo.store.get(obj_id)
+    obj = repo.objects.get(obj_id)
     if isinstance(obj, Session):
         branches = repo.branches(obj_id)
         if not branches:
@@ -182,7 +182,7 @@ def resolve_object(repo: Repository, text: str) -> str:
     session object, not its main tip): what `show` and `cat-object` want."""
     if not _SUFFIX.search(text) and resolve_ref_name(repo, text) is None:
         try:
-            return repo.store.resolve(text)
+            return repo.objects.resolve(text)
         except (BadRevision, NotFound):
             pass
     return resolve(repo, text).id

@@ -190,7 +190,7 @@ class BranchAppend:
         one by one. Once one event proved new to the store, the events after it cannot be in it
         (each names the previous one), so they are stored without a presence check."""
         tx = self.tx
-        store, gens, encode = tx.store, tx._gen, codec.encode_object
+        store, gens, encode = tx.objects, tx._gen, codec.encode_object
         marks = tx.repo.session_marks if self.session else None
         fields, appended = self._fields, self.appended
         tip = self.tip
@@ -269,7 +269,7 @@ class Transaction:
     def __init__(self, repo: Repository, ref: str | None = None, *, rebase: bool = True,
                  actor: str = "ctx", message: str = "", command: str | None = None) -> None:
         self.repo = repo
-        self.store = repo.store
+        self.objects = repo.objects
         self.refs = repo.refs
         self.ref = ref
         self.rebase = rebase
@@ -286,7 +286,7 @@ class Transaction:
         self.op_id: str | None = None
         self._closed = False
         if repo._open_transactions == 0:
-            self.store.begin_transaction()  # buffered writes until the last one closes
+            self.objects.begin_transaction()  # buffered writes until the last one closes
         repo._open_transactions += 1
 
     # -- reading through the transaction -------------------------------------------------------
@@ -308,7 +308,7 @@ class Transaction:
         """Store an event field map (Event.to_dict() form) as is; mark it with its session every
         SESSION_MARK_EVERY generations. The one place events are written."""
         eid, body = codec.encode_object("event", fields)
-        self.store.put_encoded(eid, "event", body)  # its presence check sees no other writers
+        self.objects.put_encoded(eid, "event", body)  # its presence check sees no other writers
         self._mark(eid, fields["generation"], session)
         return eid
 
@@ -319,10 +319,10 @@ class Transaction:
         `absent`: the caller knows the store lacks it (its parent was new): no check."""
         eid, body = codec.encode_object("event", fields)
         if absent:
-            self.store.put_absent(eid, "event", body)
+            self.objects.put_absent(eid, "event", body)
             new = True
         else:
-            new = self.store.put_new(eid, "event", body)
+            new = self.objects.put_new(eid, "event", body)
         self._mark(eid, fields["generation"], session)
         return eid, new
 
@@ -512,7 +512,7 @@ class Transaction:
                           parent_session=parent_session, spawn_event=spawn_event, kind=kind,
                           origin=origin or {},
                           nonce=nonce if nonce is not None else os.urandom(8).hex())
-        sid = self.store.put_object(session)
+        sid = self.objects.put_object(session)
         payload: dict[str, Any] = {"session": sid}
         if title:
             payload["title"] = title
@@ -603,8 +603,8 @@ class Transaction:
                            changes=tuple((m.ref, m.old, m.new) for m in moves),
                            reflogs=tuple((name, how, tuple(_entry_key(e) for e in entries))
                                          for name, (how, entries) in sorted(self._reflogs.items())))
-            self.op_id = self.store.put_object(op)
-            self.store.flush()  # step 5: every object a ref will name is durable
+            self.op_id = self.objects.put_object(op)
+            self.objects.flush()  # step 5: every object a ref will name is durable
             journal = Journal(self.op_id, int(time.time() * 1000), self.actor, tuple(moves))
             refs.write_journal(journal.encode(), fsync=durability != "never")  # step 6: commit
             apply_journal(refs, journal, fsync=always, recovering=False)
@@ -628,7 +628,7 @@ class Transaction:
         self._closed = True
         self.repo._open_transactions -= 1
         if self.repo._open_transactions == 0:
-            self.store.end_transaction()  # let gc run between transactions (store/gclock.py)
+            self.objects.end_transaction()  # let gc run between transactions (store/gclock.py)
 
     def __enter__(self) -> Transaction:
         return self

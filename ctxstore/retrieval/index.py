@@ -114,7 +114,7 @@ class _Collector:
                 self._memories(tip, old.get(ref))
 
     def _memories(self, tip: str, old: str | None) -> None:
-        store = self.repo.store
+        store = self.repo.objects
         for eid, ev in chain_events(self.repo, tip, stop=old):
             if ev.type != WRITTEN:
                 continue
@@ -128,7 +128,7 @@ class _Collector:
     def _session(self, sid: str, tip: str, stops: set[str]) -> None:
         if sid not in self.sessions:
             self.sessions[sid] = scope_keys(self.repo, sid, user="").project
-        repo, store, group = self.repo, self.repo.store, f"s:{sid}"
+        repo, store, group = self.repo, self.repo.objects, f"s:{sid}"
         stack, seen = [tip], set()
         while stack:
             eid = stack.pop()

@@ -40,12 +40,12 @@ def compactions(repo: Repository, tip: str) -> list[tuple[str, Compaction]]:
     out: list[tuple[str, Compaction]] = []
     for _eid, ev in repo.graph.first_parents(tip):
         cid = ev.causality.get("compaction_id") if ev.type == "CompactionCompleted" else None
-        rec = repo.store.get(cid) if isinstance(cid, str) and cid else None
+        rec = repo.objects.get(cid) if isinstance(cid, str) and cid else None
         if isinstance(rec, Compaction):
             out.append((cid, rec))
             break
     while out and out[-1][1].previous:
-        prev = repo.store.get(out[-1][1].previous)
+        prev = repo.objects.get(out[-1][1].previous)
         if not isinstance(prev, Compaction):
             break
         out.append((out[-1][1].previous, prev))
@@ -60,7 +60,7 @@ def recall(repo: Repository, tip: str, query: str | None = None, k: int = 20) ->
         for eid in rec.source_event_ids:
             ev = repo.graph.event(eid)
             mid = ev.causality.get("message_id")
-            msg = repo.store.get(mid) if isinstance(mid, str) and mid else None
+            msg = repo.objects.get(mid) if isinstance(mid, str) and mid else None
             msg = msg if isinstance(msg, Message) else None
             arts = [a for a in [ev.causality.get("artifact_id"),
                                 *(getattr(b, "output_ref", "") for b in (msg.blocks if msg else ()))]
@@ -68,9 +68,9 @@ def recall(repo: Repository, tip: str, query: str | None = None, k: int = 20) ->
             text = event_text(ev, msg)
             full = text
             for aid in arts:
-                art = repo.store.get(aid)
+                art = repo.objects.get(aid)
                 if isinstance(art, Artifact):
-                    full += "\n" + artifact_text(repo.store, art)
+                    full += "\n" + artifact_text(repo.objects, art)
             hits.append(RecallHit(eid, ev.type, ev.ts, cid, text, list(dict.fromkeys(arts))))
             texts.append(full)
     if not query:

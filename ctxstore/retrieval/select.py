@@ -121,7 +121,7 @@ def search_memories(repo: Repository, index: RetrievalIndex, query: str, keys: S
     out: list[tuple[str, Memory, float]] = []
     for row, score in index.search(query, k=max(4 * k, 32), kinds=["memory"], groups=groups):
         try:
-            mem = repo.store.get(row.id)
+            mem = repo.objects.get(row.id)
         except ObjectNotFound:
             mem = None
         scope = getattr(mem, "scope", "")
@@ -178,11 +178,11 @@ def retrieve(repo: Repository, index: RetrievalIndex, query: str, keys: ScopeKey
             report.refused.append({"kind": "artifact", "id": row.id,
                                    "reason": "already in the live history"})
             continue
-        art = repo.store.get(row.id)
+        art = repo.objects.get(row.id)
         if not isinstance(art, Artifact):
             report.refused.append({"kind": "artifact", "id": row.id, "reason": "not an artifact"})
             continue
-        body = artifact_text(repo.store, art)
+        body = artifact_text(repo.objects, art)
         text = (f"[artifact {row.id[:12]}: {art.kind} {art.uri} {art.summary}".rstrip() + "]\n"
                 + snippet(body.split("\n", 1)[-1], qt))
         segs.append(Segment("artifact", text=text, sources=(row.id, row.source),

@@ -42,7 +42,7 @@ class Projector:
         from ..objects.message import Message
 
         try:
-            obj = self.repo.store.get(mid)
+            obj = self.repo.objects.get(mid)
         except NotFound:
             return None
         return obj if isinstance(obj, Message) else None
@@ -95,7 +95,7 @@ class Projector:
         if sid is None:
             return None
         try:
-            value = self.repo.store.get(sid)
+            value = self.repo.objects.get(sid)
         except (NotFound, CtxError):  # a broken cache entry is ignored, never trusted
             return None
         if not isinstance(value, dict) or value.get("state", {}).get("source_event") != event_id:
@@ -103,5 +103,5 @@ class Projector:
         return state_from_snapshot(value)
 
     def _save_snapshot(self, event_id: str, state: AgentState) -> None:
-        sid = self.repo.store.put("snapshot", snapshot_value(state))
+        sid = self.repo.objects.put("snapshot", snapshot_value(state))
         self.snapshots.put(event_id, sid)

@@ -105,7 +105,7 @@ def train(samples: list[bytes], used_ids, size: int = REPACK_DICT_SIZE) -> bytes
 class Recompressor:
     """Turns a verified record into the same object compressed with `dictionary` at `level`."""
 
-    store: object
+    objects: object
     dictionary: bytes | None  # None: plain zstd (a store without a dictionary)
     level: int = REPACK_LEVEL
 
@@ -121,7 +121,7 @@ class Recompressor:
 
     def __call__(self, data, info: codec.RecordInfo, where: str = "") -> bytes:
         payload = codec.record_payload(data, info, where)  # crc checked
-        body = self.store._decompress(payload, info)  # size checked
+        body = self.objects._decompress(payload, info)  # size checked
         if codec.id_digest(info.type, body).hex() != info.id:  # rule 4
             raise CorruptObject(f"object {info.id}{where}: body does not hash to its id",
                                 id=info.id)

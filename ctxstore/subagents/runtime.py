@@ -20,9 +20,9 @@ def _resolve_all(repo: Repository, ids: Iterable[str], want: str | None, what: s
     for text in ids:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput(f"{what}: {text!r} is not an object id")
-        oid = repo.store.resolve(text)
-        if want is not None and repo.store.type_of(oid) != want:
-            raise InvalidInput(f"{what}: {oid[:12]} is a {repo.store.type_of(oid)}, not a {want}")
+        oid = repo.objects.resolve(text)
+        if want is not None and repo.objects.type_of(oid) != want:
+            raise InvalidInput(f"{what}: {oid[:12]} is a {repo.objects.type_of(oid)}, not a {want}")
         if oid not in out:
             out.append(oid)
     return out
@@ -44,7 +44,7 @@ def spawn(repo: Repository, parent_session: str, parent_ref: str, task: str, *,
         config["redaction"] = parent_cfg["redaction"]
     msg = Message("user", (TextBlock(task),), provenance={"source": "system",
                                                           "source_refs": [parent_session]})
-    mid = repo.store.put_object(msg)
+    mid = repo.objects.put_object(msg)
     with repo.transaction(parent_ref, message="subagent: spawn",
                           command="api: ContextManager.spawn") as tx:
         spawn_id = tx.append(SPAWNED, "agent", {"task": task[:PREVIEW], "evidence_refs": arts,
@@ -55,7 +55,7 @@ def spawn(repo: Repository, parent_session: str, parent_ref: str, task: str, *,
         tip = tx.event("UserPromptSubmitted", "agent", {"text": task[:PREVIEW]}, (root,),
                        {"message_id": mid}, session=sid)
         for aid in arts:
-            art = repo.store.get(aid)
+            art = repo.objects.get(aid)
             tip = tx.event("ArtifactAdded", "agent",
                            {"kind": art.kind, "path": art.uri, "summary": art.summary,
                             "passed_by": parent_session},

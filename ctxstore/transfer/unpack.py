@@ -88,7 +88,7 @@ def check_session_refs(pack: ParsedPack, repo=None) -> None:
     at the SessionStarted root of that session — or of a session it was forked from (its
     `parent_session` chain: a fork's branches may start on its parent's history). Without
     `repo`, what the pack does not carry counts as absent (a full pack carries all of it)."""
-    store = repo.store if repo is not None else None
+    store = repo.objects if repo is not None else None
     memo: dict[str, str | None] = {}
     lookup = _Sessions(pack, store)
     for name, target in sorted(pack.refs.items()):
@@ -142,7 +142,7 @@ class _Sessions:
     """Session objects as the import would see them: the pack's first, then the store's."""
 
     def __init__(self, pack: ParsedPack, store: ObjectStore | None) -> None:
-        self.pack, self.store = pack, store
+        self.pack, self.objects = pack, store
         self.reader: BodyReader | None = None
 
     def value(self, sid: str) -> dict | None:
@@ -154,9 +154,9 @@ class _Sessions:
                 return None
             self.reader = self.reader or BodyReader(self.pack)
             value = codec.unpack_value(self.reader.body(info))  # verified: BadPack if not
-        elif self.store is not None:
+        elif self.objects is not None:
             try:
-                type_name, body = self.store.get_raw(sid)
+                type_name, body = self.objects.get_raw(sid)
             except ObjectNotFound:
                 return None
             value = codec.unpack_value(body) if type_name == "session" else None
@@ -181,7 +181,7 @@ def _store_session_of(repo, event_id: str) -> str | None:
     """The session of an event the pack does not carry (a thin pack's base): the store's."""
     if repo is None:
         return None
-    if event_id not in repo.store:
+    if event_id not in repo.objects:
         return None
     return repo.session_of_event(event_id)  # an error here is the store's damage
 
@@ -221,16 +221,16 @@ class _Overlay(ObjectStore):
     """The store as it would be after the import: pack bodies first, then the store."""
 
     def __init__(self, store: ObjectStore, pack: ParsedPack, reader: BodyReader) -> None:
-        self.store, self.pack, self.reader = store, pack, reader
+        self.objects, self.pack, self.reader = store, pack, reader
 
     def get_raw(self, obj_id: str) -> tuple[str, bytes]:
         info = self.pack.by_id.get(obj_id)
         if info is not None:
             return info.type, self.reader.body(info)
-        return self.store.get_raw(obj_id)
+        return self.objects.get_raw(obj_id)
 
     def __contains__(self, obj_id: object) -> bool:
-        return obj_id in self.pack.by_id or obj_id in self.store
+        return obj_id in self.pack.by_id or obj_id in self.objects
 
     def __iter__(self) -> Iterator[str]:  # pragma: no cover - not needed by the import
         raise NotImplementedError
@@ -314,7 +314,7 @@ def _import(repo, path: str, *, force: bool, limits: Limits, progress: Progress 
             actor: str, move_refs: bool) -> UnpackResult:
     pack, links = open_verified(path, limits, progress)
     try:
-        store = repo.store
+        store = repo.objects
         for pre in pack.prerequisites:
             if pre not in store:
                 raise _bad(pack, f"thin pack needs {pre}, which this store lacks (unpack the "

@@ -82,7 +82,7 @@ def _session_events(repo: Repository, tips: list[str]) -> list[tuple[str, Event]
 def _get(repo: Repository, oid: str, cls: type[T]) -> T | None:
     """The object OID if the store has it and it is a CLS, else None (the page says "absent")."""
     try:
-        obj = repo.store.get(oid)
+        obj = repo.objects.get(oid)
     except NotFound:
         return None
     return obj if isinstance(obj, cls) else None
@@ -177,7 +177,7 @@ def _compaction(repo: Repository, cid: str, index: dict[str, int], event_id: str
 def bundle_model(repo: Repository, bid: str) -> dict[str, Any] | None:
     """A recorded context bundle ("what the model saw"): every segment, kept or dropped."""
     try:
-        value = repo.store.get(bid)
+        value = repo.objects.get(bid)
     except NotFound:
         return None
     if not isinstance(value, dict) or "segments" not in value:

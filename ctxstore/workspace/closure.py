@@ -66,7 +66,7 @@ def git_objects(repo, event_ids: Iterable[str]) -> dict[str, str]:
 
 def read_git_object(repo, oid: str, content: str) -> tuple[int, bytes]:
     """The git object OID from its content in the store, checked against its git id."""
-    raw = read_content(repo.store, content)
+    raw = read_content(repo.objects, content)
     if gitdb.git_id(raw) != oid:
         raise CorruptObject(f"content {content[:12]} does not hash to git object {oid[:12]}")
     try:

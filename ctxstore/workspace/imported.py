@@ -36,7 +36,7 @@ def _put_workspace(repo, tree: str, loose: dict[str, bytes], files: int,
     for oid in sorted(loose):
         content, _ = put_artifact_content(repo, loose[oid])
         objects.append([oid, content])
-    return repo.store.put("workspace", {"tree": tree, "base": base, "depth": depth,
+    return repo.objects.put("workspace", {"tree": tree, "base": base, "depth": depth,
                                         "files": files, "objects": objects})
 
 

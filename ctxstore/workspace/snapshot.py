@@ -39,10 +39,10 @@ def _hint_path(ctx_dir: Path, root: str) -> Path:
 
 
 def read_workspace(repo, wid: str) -> dict[str, Any]:
-    type_name, _ = repo.store.get_raw(wid)
+    type_name, _ = repo.objects.get_raw(wid)
     if type_name != "workspace":
         raise CorruptObject(f"object {wid[:12]} is a {type_name}, not a workspace snapshot")
-    value = repo.store.get(wid)
+    value = repo.objects.get(wid)
     if not isinstance(value, dict) or not isinstance(value.get("tree"), str):
         raise CorruptObject(f"workspace object {wid[:12]} has no tree")
     return value
@@ -105,12 +105,12 @@ def store_tree(repo, git: Any, tree: str, base: str | None,
     objects = []
     for oid in d.objects:
         kind, data = odb.read(oid)
-        objects.append([oid, put_large(repo.store, gitdb.loose_bytes(kind, data), params)])
+        objects.append([oid, put_large(repo.objects, gitdb.loose_bytes(kind, data), params)])
     objects.sort()
     files = (int(base_value.get("files", 0)) if base_value else 0) + d.added - d.deleted
     value = {"tree": tree, "base": base, "depth": int(base_value["depth"]) + 1 if base_value else 1,
              "files": files, "objects": objects}
-    return repo.store.put("workspace", value), d, files
+    return repo.objects.put("workspace", value), d, files
 
 
 def capture(repo, root: str) -> Capture:

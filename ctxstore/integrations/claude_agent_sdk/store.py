@@ -188,7 +188,7 @@ class CtxstoreSessionStore(SessionStore):
         session = self.repo.session(sid)
         out: list[Line] = []
         for _n, ev in _source_lines(self.repo, sid, session, tips):
-            text = event_line(self.repo.store, ev.payload, ev.causality)
+            text = event_line(self.repo.objects, ev.payload, ev.causality)
             if text is not None:
                 out.append((text, json.loads(text)))
         return out

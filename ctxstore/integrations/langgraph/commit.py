@@ -109,7 +109,7 @@ class Committer:
             names = [ref] if ref is not None else list(self.pending)
             if not any(n in self.pending for n in names):
                 return
-        self.repo.store.flush()
+        self.repo.objects.flush()
         with self._cond:
             names = [n for n in names if n in self.pending]
             if names:

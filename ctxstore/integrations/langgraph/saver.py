@@ -83,7 +83,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
             self.repo, self._owns_repo = open_repository(store), True
         self.durability = durability
         self._lock = threading.RLock()
-        self._values = ValueStore(self.repo.store)
+        self._values = ValueStore(self.repo.objects)
         self._ts = ThreadStore(self.repo, self._lock, durability=durability,
                                commit_interval=commit_interval)
         self._closed = False
@@ -103,7 +103,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
             self._ts.commits.close()  # re-raises what the background commit met
         finally:
             with self._lock:
-                self.repo.store.flush()
+                self.repo.objects.flush()
                 if self._owns_repo:
                     self.repo.close()
 

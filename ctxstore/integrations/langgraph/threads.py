@@ -100,7 +100,7 @@ def _light_event(graph: EventGraph, eid: str) -> Any:
     cached = graph._cache.get(eid)
     if cached is not None:
         return cached
-    return _LightEvent(codec.unpack_value(graph.store.get_raw(eid)[1]))
+    return _LightEvent(codec.unpack_value(graph.objects.get_raw(eid)[1]))
 
 
 @dataclass

@@ -174,7 +174,7 @@ class ThreadStore:
         parents = (br.tip,) if relates_to in (None, br.tip) else (br.tip, relates_to)
         gen = 1 + max([br.generation] + [self.repo.graph.generation(p) for p in parents[1:]])
         ev = Event(etype, actor, payload, parents, gen, now_iso(), {"values": ids})
-        eid = self.repo.store.put_object(ev)
+        eid = self.repo.objects.put_object(ev)
         self._remember(eid, ev)
         base = br.tip
         br.apply(eid, ev)

@@ -58,7 +58,7 @@ class ValueStore:
     """Puts and gets serde-encoded values; keeps a small cache of decoded chunk bytes."""
 
     def __init__(self, store: ObjectStore, cache_bytes: int = 64 << 20) -> None:
-        self.store = store
+        self.objects = store
         # per-caller key (thread, namespace, channel) -> (array body prefix, its chunk ids, count)
         self._tails: OrderedDict[tuple, tuple[bytes, list[str], int]] = OrderedDict()
         self._chunks: OrderedDict[str, bytes] = OrderedDict()
@@ -78,7 +78,7 @@ class ValueStore:
             if first in (0xDC, 0xDD):
                 head = 3 if first == 0xDC else 5
                 return self._put_array(data, head, int.from_bytes(data[1:head], "big"), key)
-        return self.store.put("value", {"type": t, "data": data})
+        return self.objects.put("value", {"type": t, "data": data})
 
     def _put_array(self, data: bytes, head: int, n: int, key: tuple | None) -> list[str]:
         ids: list[str] = []
@@ -89,7 +89,7 @@ class ValueStore:
             if prefix_n <= n and data.startswith(prefix, head):
                 ids, start, done = list(prefix_ids), head + len(prefix), prefix_n
         ends = _element_spans(data, start, n - done)
-        put, view, last = self.store.put, memoryview(data), len(ends) - 1
+        put, view, last = self.objects.put, memoryview(data), len(ends) - 1
         chunk_start, chunk_n = start, 0
         full_end, full_n, full_ids = start, done, len(ids)
         for i, end in enumerate(ends):
@@ -120,7 +120,7 @@ class ValueStore:
         if body is not None:
             self._chunks.move_to_end(obj_id)
             return body
-        _, body = self.store.get_raw(obj_id)
+        _, body = self.objects.get_raw(obj_id)
         self._chunks[obj_id] = body
         self._cached += len(body)
         while self._cached > self._cache_bytes and self._chunks:
@@ -130,7 +130,7 @@ class ValueStore:
 
     def get(self, serde: Any, ref: Any) -> Any:
         if isinstance(ref, str):
-            obj = self.store.get(ref)
+            obj = self.objects.get(ref)
             return serde.loads_typed((obj["type"], obj["data"]))
         total, parts = 0, []
         for obj_id in ref:

@@ -103,7 +103,7 @@ class ItemMapper:
     """Maps items to events for one store; remembers call names so an output names its tool."""
 
     def __init__(self, store, config: dict) -> None:
-        self.store = store
+        self.objects = store
         self.threshold = int(config.get("artifact_threshold", 4096))
         self.chunking = ChunkParams.from_config(config)
         #: call_id -> tool name, for the outputs that follow
@@ -112,7 +112,7 @@ class ItemMapper:
     def _message(self, role: str, blocks: list, meta: dict | None = None) -> tuple[str, dict]:
         msg = Message(role, tuple(blocks), provenance={"source": FMT}, meta=meta or {})
         mid, body = codec.encode_object("message", msg.to_dict())
-        self.store.put_encoded(mid, "message", body)
+        self.objects.put_encoded(mid, "message", body)
         return mid, codec.unpack_value(body)
 
     def map(self, item: Any) -> Mapped:
@@ -184,7 +184,7 @@ class ItemMapper:
         # The whole item stays in the event (strings over the threshold in blobs), not named
         # through its message: a load then reads one object per item instead of ~1.75, for
         # ~4% more bytes on disk (the packs compress the repeated text).
-        kept = keep_line(self.store, item, text, self.threshold, [], "", self.chunking)
+        kept = keep_line(self.objects, item, text, self.threshold, [], "", self.chunking)
         m.payload["source"] = {"format": FMT, **kept}
         return m.type, m.actor, m.payload, m.causality
 
@@ -223,7 +223,7 @@ class ItemChain:
     at every turn; after the first load only the new events are read from the store."""
 
     def __init__(self, store) -> None:
-        self.store = store
+        self.objects = store
         self._links: dict[str, tuple[str | None, Any]] = {}
 
     def note(self, eid: str, parent: str | None, item: Any) -> None:
@@ -233,7 +233,7 @@ class ItemChain:
         """The items from `tip` back, newest first, at most `limit`, as fresh mutable copies."""
         out: list[Any] = []
         eid = tip
-        links, store = self._links, self.store
+        links, store = self._links, self.objects
         while eid and (limit is None or len(out) < limit):
             hit = links.get(eid)
             if hit is None:

@@ -148,8 +148,8 @@ class CtxstoreSession:
         self._shared = _Shared.acquire(path)
         self.repo = self._shared.repo
         self._lock = self._shared.lock
-        self._mapper = ItemMapper(self.repo.store, self.repo.config)
-        self._chain = ItemChain(self.repo.store)
+        self._mapper = ItemMapper(self.repo.objects, self.repo.config)
+        self._chain = ItemChain(self.repo.objects)
         self._branch = branch
         self._closed = False
         self._root: str | None = None
@@ -270,7 +270,7 @@ class CtxstoreSession:
                 if not newest:
                     return None
                 eid, ev = newest[0]
-                item = item_of(self.repo.store, ev)
+                item = item_of(self.repo.objects, ev)
                 try:
                     with self.repo.transaction(actor=ACTOR, message=f"{FMT}: pop_item") as tx:
                         tx.set_ref(ref, ev.parents[0], expected=tip,
@@ -416,7 +416,7 @@ class CtxstoreSession:
                 raise BranchError(f"Branch '{branch}' does not exist")
             out = []
             for n, (_eid, ev) in enumerate(self._user_turns(tip), 1):
-                content = item_of(self.repo.store, ev)
+                content = item_of(self.repo.objects, ev)
                 content = content.get("content", "") if isinstance(content, dict) else ""
                 text = content if isinstance(content, str) else str(ev.payload.get("text", ""))
                 out.append({"turn": n, "content": text[:100] + ("..." if len(text) > 100 else ""),
