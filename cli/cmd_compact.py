@@ -106,6 +106,8 @@ def compact_cmd(state, rev, command, keep_recent_tokens, fallback, dry_run, as_j
 def merge_cmd(state, branch, command, fallback, dry_run, as_json) -> None:
     """Merge BRANCH's conclusions into the current branch: a merge event (second parent =
     BRANCH's tip) holding a checked summary of what BRANCH did and found, not its raw events.
+    BRANCH is any revision of this session that `ctx log` takes: a branch, a remote-tracking
+    branch (what `ctx pull` advises after a divergence), an event.
 
     A branch already contained in the current one is "nothing to merge" (exit 0). A branch
     too small to summarize smaller than itself still merges: its summary may use up to 512
@@ -115,6 +117,7 @@ def merge_cmd(state, branch, command, fallback, dry_run, as_json) -> None:
     Examples:
       ctx merge try-b --dry-run        # the summary's checks, nothing written
       ctx merge try-b
+      ctx merge origin/3f2a9c1e4b5d/main   # after a diverged `ctx pull`: keep both
       ctx merge try-b --summarizer llm:claude-3.5-haiku --fallback
     """
     command = _check_summarizer(command)

@@ -14,6 +14,9 @@ from click.testing import CliRunner
 
 from ctxstore.cli.main import cli
 
+from .remotetools import Machine, bare, needs_git
+from .test_remote import clone
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 #: A Claude Code transcript in the default folder, for the tour's `ctx import`.
@@ -123,3 +126,38 @@ def test_tour_reads_correctly_step_by_step(tmp_path, monkeypatch):
         elif command.startswith("ctx fsck"):
             assert "no problems" in out
     assert {"ctx reset HEAD~1", "ctx reset main@{1}", "ctx merge try-b", "ctx import"} <= set(seen)
+
+
+@needs_git
+def test_merge_after_a_diverged_pull_as_pull_advises(tmp_path):
+    """Issue 30 item 3: the advice a diverged `ctx pull` prints (`ctx merge
+    REMOTE/SESSION/BRANCH`), filled in with the names the same message gives, merges; the
+    merge keeps both sides, so the next push is a fast-forward. Failed before: `ctx merge
+    origin/<sid>/main` said "no branch ... in this session" (exit 5)."""
+    remote = bare(tmp_path / "r.git")
+    a = Machine(tmp_path / "a")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    b = clone(tmp_path, remote)
+    a.say(2, "from-a")
+    b.say(3, "from-b")
+    a("push")
+    a_tip, b_tip = a.tip(), b.tip()
+    err = b("pull", code=6).stderr
+    advice = re.search(r"`ctx (merge) REMOTE/SESSION/BRANCH`", err)
+    names = re.search(r"and (origin/[0-9a-f]{12}/main) have diverged", err)
+    assert advice and names, err
+    # branch, fork --at and reset take the same revision (as log and diff do)
+    assert b.json("branch", "theirs", names.group(1))["tip"] == a_tip
+    assert b.json("fork", "mine", "--at", "main")["tip"] == b_tip
+    assert b.json("reset", names.group(1))["new"] == a_tip
+    b("reset", "main")  # back on `mine` ...
+    b("checkout", "main")  # ... and on main, still diverged
+    out = b(advice.group(1), names.group(1)).stdout
+    assert out.startswith("Merge "), out
+    merged = b.json("show")
+    assert merged["content"]["type"] == "BranchMerged"
+    assert merged["content"]["parents"] == [b_tip, a_tip]  # both sides kept
+    assert "Fast-forward" not in b("pull").stdout  # nothing diverges any more
+    b("push")
+    assert a("pull").stdout.count("Fast-forward") == 1 and a.tip() == b.tip()

@@ -271,10 +271,14 @@ def compact(cm: CompactionTarget, rev: str | None = None, policy: Mapping[str, A
 
 def merge_branch(cm: CompactionTarget, branch: str, *, summarizer: Summarizer | None = None,
                  dry_run: bool = False, ts: str | None = None,
-                 fallback: Summarizer | None = None) -> CompactionResult:
-    """Merge BRANCH's conclusions (not its raw events) into the branch `cm` is bound to."""
-    other_ref = branch_ref(cm.session, branch)
-    other = cm.repo.refs.read(other_ref)
+                 fallback: Summarizer | None = None,
+                 other_tip: str | None = None) -> CompactionResult:
+    """Merge BRANCH's conclusions (not its raw events) into the branch `cm` is bound to.
+
+    `other_tip`: the event BRANCH names when the caller resolved a revision that is no branch
+    of this session (`origin/SESSION/main` after a diverged pull, an event id); BRANCH is then
+    only its label in the merge record."""
+    other = other_tip or cm.repo.refs.read(branch_ref(cm.session, branch))
     if other is None:
         raise BadRevision(f"no branch {branch!r} in this session")
     tip = cm.tip

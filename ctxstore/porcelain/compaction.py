@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BadRevision
 from ..repo import Repository
+from ..repo.revparse import resolve_event
 
 if TYPE_CHECKING:  # the engine is imported by compact and merge only, not by `ctx log`
     from ..compaction import CompactionResult
@@ -50,8 +51,10 @@ def merge(repo: Repository, branch: str, *, summarizer_command: str | None = Non
     if cur.ref is None or cur.session is None:
         raise BadRevision("HEAD is detached: check out the branch to merge into")
     cm, _ = manager_at(repo, cur.branch)
+    other = resolve_event(repo, branch)  # any revision `log` takes: origin/SESSION/main too
+    repo.check_same_session(other, cur.session, branch)
     return merge_branch(cm, branch, summarizer=summarizer_for(summarizer_command), dry_run=dry_run,
-                        fallback=StructuredSummarizer() if fallback else None)
+                        fallback=StructuredSummarizer() if fallback else None, other_tip=other)
 
 
 def compacted_events(repo: Repository, events) -> dict[str, str]:
