@@ -1,0 +1,94 @@
+"""Conversion of a ctxstore session into another harness's own session format ("resume anywhere").
+
+`model.read_transcript` reduces a session to a harness-neutral `Transcript`; each target
+module turns one into that harness's file. A target module (registered in TARGETS by name,
+imported on first use) provides:
+
+    NAME: str                       # "claude-code", "codex", "pi", "gemini"
+    BINARY: str                     # the executable whose --version is checked
+    VERIFIED_VERSIONS: tuple[str]   # harness versions whose reader was run on our output
+    write(transcript, out: BinaryIO) -> ConversionReport
+    default_path(transcript, env: Mapping[str, str]) -> Path   # where the harness looks
+    register(path, transcript, env) -> list[str]   # extra steps the harness needs to list it
+    resume_command(transcript, path) -> str        # the harness's own command to continue
+    session_id(transcript) -> str                  # the id the written session has there
+
+`write` never touches the file system beyond `out`; porcelain/resume.py does the atomic write.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import asdict, dataclass, field
+from types import ModuleType
+from typing import Any, BinaryIO, Protocol
+
+from ..errors import InvalidInput
+from .model import Entry, Image, Transcript, read_transcript
+
+#: target name -> module. R2's pi and gemini writers live in convert/pi.py and convert/gemini.py.
+TARGETS: dict[str, str] = {
+    "claude-code": "ctxstore.convert.claude_code",
+    "codex": "ctxstore.convert.codex",
+    "pi": "ctxstore.convert.pi",
+    "gemini": "ctxstore.convert.gemini",
+}
+
+#: The first line / metadata key every writer records provenance under.
+PROVENANCE_KEY = "ctxstore"
+
+
+class UnverifiedVersion(InvalidInput):
+    """The installed harness is newer than any version whose reader we ran on our output."""
+
+
+@dataclass
+class ConversionReport:
+    """What a conversion kept, mapped, dropped: the counts the CLI prints and tests check."""
+
+    target: str
+    session_id: str = ""  # the converted session's id in the target harness
+    prompts: int = 0
+    assistant_texts: int = 0
+    tool_calls_mapped: int = 0
+    tool_calls_generic: int = 0
+    tool_results: int = 0
+    thinking_kept: int = 0
+    thinking_dropped: int = 0
+    compactions: int = 0
+    compactions_as_message: int = 0
+    branches_kept: int = 0
+    branches_flattened: int = 0
+    subagents: int = 0
+    artifacts_inlined: int = 0
+    artifacts_referenced: int = 0
+    images: int = 0
+    records: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tool_calls(self) -> int:
+        return self.tool_calls_mapped + self.tool_calls_generic
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "tool_calls": self.tool_calls}
+
+
+class Writer(Protocol):
+    def __call__(self, transcript: Transcript, out: BinaryIO) -> ConversionReport: ...
+
+
+def target(name: str) -> ModuleType:
+    """The writer module of target NAME (InvalidInput naming the known ones otherwise)."""
+    if name not in TARGETS:
+        raise InvalidInput(f"unknown harness {name!r}: use one of {', '.join(TARGETS)}")
+    try:
+        return importlib.import_module(TARGETS[name])
+    except ModuleNotFoundError as exc:
+        if exc.name != TARGETS[name]:
+            raise
+        raise InvalidInput(f"converting to {name} is not available in this build") from exc
+
+
+__all__ = ["TARGETS", "ConversionReport", "Entry", "Image", "Transcript", "UnverifiedVersion",
+           "Writer", "read_transcript", "target", "PROVENANCE_KEY"]
