@@ -286,7 +286,8 @@ def _print_pull(result, as_json: bool) -> None:
             click.echo(f"Branch {name} diverged: {b.ahead} and {b.behind} different events "
                        f"each")
     if result.head:
-        click.echo(f"HEAD -> {_session_branch(result.head)}")
+        click.echo(f"HEAD -> {_session_branch(result.head)} (the newest top-level session; "
+                   f"`ctx sessions` lists them all)")
 
 
 @cli.command("clone")

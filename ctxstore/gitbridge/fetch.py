@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadPack, CtxError, InvalidInput, RefConflict
-from ..refs import DEFAULT_BRANCH, SESSIONS_PREFIX
+from ..refs import DEFAULT_BRANCH, SESSIONS_PREFIX, split_branch_ref
 from ..transfer.packfile import DEFAULT_LIMITS, MAGIC
 from ..transfer.unpack import import_objects
 from . import mirror as mir
@@ -339,16 +339,27 @@ def diverged_message(remote: str, diverged: list[BranchPull]) -> str:
 
 
 def _maybe_head(repo, tx, refs: list[str]) -> str | None:
+    """In a store whose HEAD is unborn (a clone), HEAD goes to the `main` branch of the newest
+    top-level session among the branches just created: newest by its tip's time, as `ctx
+    sessions` orders them, and never a subagent's session, which only its parent's turns
+    make sense of (the alphabetically first branch often was one). None when HEAD is set."""
     head = repo.refs.read_head()
     if head.ref is not None or head.target is not None:
         return None
-    branches = [r for r in refs if r.startswith(SESSIONS_PREFIX)]
-    if not branches:
+    best: tuple[tuple, str] | None = None
+    for ref in refs:
+        parts = split_branch_ref(ref)
+        if parts is None:
+            continue
+        sess = repo.session(parts[0])
+        top = sess.kind != "subagent" and not sess.parent_session
+        key = (top, parts[1] == DEFAULT_BRANCH, repo.graph.event(tx.read(ref)).ts, ref)
+        if best is None or key > best[0]:
+            best = (key, ref)
+    if best is None:
         return None
-    mains = [r for r in branches if r.endswith(f"/{DEFAULT_BRANCH}")]
-    ref = (mains or branches)[0]
-    tx.set_head(ref=ref, message="clone: first branch")
-    return ref
+    tx.set_head(ref=best[1], message="clone: HEAD on the newest top-level session")
+    return best[1]
 
 
 def clone_dir(url: str) -> str:
