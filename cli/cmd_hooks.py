@@ -119,10 +119,13 @@ def hook_cmd(state, harness: str, as_json: bool) -> None:
     Examples:
       echo '{"transcript_path": "t.jsonl", "cwd": "."}' | ctx hook claude-code
     """
+    from ctxstore.integrations.claude_code import fastpath
     from ctxstore.integrations.claude_code.hook import run_hook
 
-    try:
-        raw = sys.stdin.read()
+    try:  # main() may have read it already (the fast path), and stdin reads only once
+        raw = fastpath.take_stdin()
+        if raw is None:
+            raw = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:
         raw = ""
         click.echo(f"ctx hook: cannot read stdin: {exc}", err=True)

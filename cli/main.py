@@ -188,6 +188,11 @@ def cli(ctx: click.Context, store_path: str | None, color: str, no_pager: bool) 
 
 
 def main() -> None:
+    if "hook" in sys.argv[1:4]:  # Claude Code's hook with nothing new: answered from a stat
+        from ctxstore.integrations.claude_code.fastpath import nothing_to_do
+
+        if nothing_to_do(sys.argv[1:]):
+            sys.exit(0)
     cli(prog_name="ctx")
 
 

@@ -29,11 +29,13 @@ session is re-imported from its lines on the next append.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -56,6 +58,7 @@ from .common import ImportContext, SessionBuilder, SessionStats
 from .records import MALFORMED, event_line
 
 STATE_FILE = "live.sqlite"
+LOCK_FILE = "live.lock"  # capture_lock
 HEAD_LINES = 200  # _head reads this many lines
 STATE_VERSION = 1
 
@@ -370,6 +373,36 @@ class LiveImporter:
     def row(self, skey: str) -> dict | None:
         return self.state.get(skey)
 
+    # -- subagent transcripts waiting for their spawning call (capture's `defer`) -----------
+    def spawn_known(self, source: str, agent: str, prompt: str | None) -> bool:
+        """Whether the store holds the Task/Agent call that spawned this subagent (by its
+        agent id, or the prompt it was asked: the two ways the importer links a spawn)."""
+        if PMap(self.state, _GLOBAL, "spawns", kenc=_pair_key).get((source, agent)):
+            return True
+        return prompt is not None and \
+            bool(PMap(self.state, _GLOBAL, "prompts", kenc=_pair_key).get((source, prompt)))
+
+    def deferred(self, source: str) -> list[str]:
+        return list(PMap(self.state, _GLOBAL, "deferred").get(source) or [])
+
+    def defer(self, source: str, path: str) -> None:
+        self._set_deferred(source, sorted({*self.deferred(source), path}))
+
+    def undefer(self, source: str, path: str) -> None:
+        self._set_deferred(source, [p for p in self.deferred(source) if p != path])
+
+    def _set_deferred(self, source: str, paths: list[str]) -> None:
+        m = PMap(self.state, _GLOBAL, "deferred")
+        if paths:
+            m[source] = paths
+        else:
+            m.discard(source)
+        m.flush()
+
+    def deferred_sources(self) -> list[str]:
+        rows = self.state.db.execute("SELECT k FROM kv WHERE s=? AND m='deferred'", (_GLOBAL,))
+        return [r[0] for r in rows]
+
     def keys(self, prefix: str) -> list[str]:
         return self.state.keys(prefix)
 
@@ -633,15 +666,49 @@ def _rewritten(path: Path, saved: dict) -> bool:
     return _marks(path, off) != {k: saved.get(k) for k in ("offset", "head", "tail")}
 
 
-def capture(live: LiveImporter, transcript: Path) -> dict[str, Any]:
+@contextmanager
+def capture_lock(repo: Repository) -> Iterator[None]:
+    """One capture at a time per store (flock on .ctx/live.lock, dropped by the kernel if the
+    process dies). Claude Code runs async hooks as concurrent processes in no order; each
+    reads the offset the previous capture reached and the lines after it under this lock,
+    so no line is read twice or skipped (the SQLite lock alone is taken after the read)."""
+    if repo.path is None:
+        raise CtxError("live capture needs an on-disk store (Repository.open / ctx init)")
+    fd = os.open(repo.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def capture(live: LiveImporter, transcript: Path, *, defer: bool = False) -> dict[str, Any]:
     """Import what the Claude Code transcript gained since the last call (from the byte
     offset that call reached); returns what happened. Before reading on, checks that the
     file still starts with what was imported (its size, and hashes of the first and the
     last WINDOW bytes before the offset: O(1), not a hash of the whole prefix); a rewritten
-    transcript is imported again from its first line."""
+    transcript is imported again from its first line. The caller holds capture_lock.
+
+    `seen` in the result is the file's (size, mtime_ns, inode) before it was read: every
+    complete line up to that size is imported once this returns (the hook's fast path
+    compares the next call's stat with it).
+
+    `defer` (the hook): a subagent transcript whose spawning call the store does not hold
+    yet is not imported now but queued under its parent's source id and imported by the
+    capture of the parent that brings the call (or by `flush_deferred`), so its session
+    links to the call exactly as `ctx import`, which reads parents first, links it."""
     path = transcript.resolve()
     skey = "hook\x1f" + str(path)
+    st = os.stat(path)
+    seen = [st.st_size, st.st_mtime_ns, st.st_ino]
     row = live.row(skey)
+    if defer and row is None and is_agent_file(path):
+        head = _head_of(v for _t, v in read_lines(path, 0)[0][:HEAD_LINES])
+        agent = head["agent"] or path.stem[len("agent-"):]
+        if head["session"] and not live.spawn_known(head["session"], agent, head["prompt"]):
+            live.defer(head["session"], str(path))
+            return {"transcript": str(path), "session": "", "lines": 0, "deferred": True,
+                    "seen": seen, "problems": []}
     saved = (row or {}).get("extra") or {}
     restart = bool(row) and _rewritten(path, saved)
     start = 0 if restart or not row else saved["offset"]
@@ -649,17 +716,40 @@ def capture(live: LiveImporter, transcript: Path) -> dict[str, Any]:
     if not lines and not restart:
         builders = (row or {}).get("builders") or [{}]
         return {"transcript": str(path), "session": builders[0].get("sid", ""), "lines": 0,
-                "problems": problems}
+                "source": (row or {}).get("source") or "", "seen": seen, "problems": problems}
     meta = _meta(path) if is_agent_file(path) else None
     res = live.append(
         skey, PurePosixPath(path), lines,
         lambda: read_lines(path, 0, start)[0],
         meta=meta or None, restart=restart,
         extra=lambda _old: _marks(path, offset), message="claude-code hook")
-    return {"transcript": str(path), "session": res.session, "lines": len(lines),
-            "new_events": res.new_events, "rewritten": restart, "replayed": res.replayed,
-            "problems": problems + [f"{w['file']}:{w['line']}: {w['message']}"
-                                    for w in res.warnings]}
+    out = {"transcript": str(path), "session": res.session, "lines": len(lines),
+           "new_events": res.new_events, "rewritten": restart, "replayed": res.replayed,
+           "source": (live.row(skey) or {}).get("source") or "", "seen": seen,
+           "problems": problems + [f"{w['file']}:{w['line']}: {w['message']}"
+                                   for w in res.warnings]}
+    if defer and not is_agent_file(path):
+        out["subagents"] = flush_deferred(live, out["source"], only_linked=True)
+    return out
+
+
+def flush_deferred(live: LiveImporter, source: str, only_linked: bool = False) -> list[dict]:
+    """Capture the subagent transcripts queued under `source` (see capture's `defer`): with
+    `only_linked`, those whose spawning call the store now holds; else all (SessionEnd: a
+    call that never came must not keep a subagent out of the store)."""
+    out = []
+    for p in live.deferred(source):
+        if not Path(p).exists():
+            live.undefer(source, p)
+            continue
+        if only_linked:
+            head = _head_of(v for _t, v in read_lines(Path(p), 0)[0][:HEAD_LINES])
+            agent = head["agent"] or Path(p).stem[len("agent-"):]
+            if not live.spawn_known(source, agent, head["prompt"]):
+                continue
+        live.undefer(source, p)
+        out.append(capture(live, Path(p)))
+    return out
 
 
 def parse_entries(entries: Iterable[Any]) -> list[Line]:
@@ -671,5 +761,5 @@ def parse_entries(entries: Iterable[Any]) -> list[Line]:
     return out
 
 
-__all__ = ["AppendResult", "LiveImporter", "LiveState", "Line", "capture", "parse_entries",
-           "read_lines", "FMT"]
+__all__ = ["AppendResult", "LiveImporter", "LiveState", "Line", "capture", "capture_lock",
+           "flush_deferred", "parse_entries", "read_lines", "FMT"]

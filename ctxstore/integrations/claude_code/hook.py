@@ -9,6 +9,14 @@ still starts with what was imported (its size, and a hash of the first and of th
 before the offset); a transcript rewritten in place is imported again from its first line
 (`ctx import` semantics: changed branches move, their old tips stay in the reflog).
 
+The hooks run async (Claude Code starts each firing as its own background process, in no
+order and without de-duplication): captures of one store take turns under
+importers.live.capture_lock, each reading from the offset the previous one reached, so any
+number of firings in any order import each line once. A subagent transcript whose spawning
+call has not reached the parent's transcript yet waits for it (live.capture's `defer`).
+A call with nothing new never gets here: fastpath.py answers it from a stat and seen.py's
+state file.
+
 A hook must never block or fail the agent: `run_hook` never raises; a problem is one line in
 `.ctx/hooks.log` (with its traceback) and the exit status is 0 all the same.
 """
@@ -23,14 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CtxError
-from ...importers.live import LiveImporter, capture
+from ...importers.live import LiveImporter, capture, capture_lock, flush_deferred
 from ...repo import Repository
+from . import seen
+from .fastpath import FILE_TOOLS, TRANSCRIPT_KEYS
 
 #: the hook's own log: at the top of `.ctx`, where no ref or reflog reader looks (it once
 #: lived in logs/, where fsck, gc and `reflog expire` read it as a reflog)
 LOG = Path("hooks.log")
-#: tools after which the workspace may have changed (the snapshot hook point)
-FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
+#: SessionStart's catch-up of the history folder stops after this long (it goes on at the
+#: next SessionStart, from where it stopped: finished files are unchanged then)
+CATCH_UP_SECONDS = 5.0
 
 
 def after_file_tool(repo: Repository, data: dict, session: str) -> str:
@@ -71,31 +82,84 @@ def run_hook(raw: str, store: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"event": data.get("hook_event_name", ""), "captured": []}
         live = LiveImporter(repo)
         try:
-            for key in ("transcript_path", "agent_transcript_path"):
-                tp = data.get(key)
-                if not isinstance(tp, str) or not tp:
-                    continue
-                if Path(tp).expanduser().exists():
-                    out["captured"].append(capture(live, Path(tp).expanduser()))
-                else:
-                    log(ctx_dir, f"{tp}: {key} names no file; nothing imported")
-            if out["captured"] and data.get("hook_event_name") == "PostToolUse":
-                out["snapshot"] = after_file_tool(repo, data,
-                                                  out["captured"][0].get("session", ""))
+            with capture_lock(repo):
+                _capture_all(live, data, out, ctx_dir)
         finally:
             live.close()
             repo.close()
-        for c in out["captured"]:
+        for c in _flat(out["captured"] + out.get("caught_up", [])):
             for p in c.get("problems", []):
                 log(ctx_dir, f"{c['transcript']}: {p}")
-        if out.get("snapshot"):
-            log(ctx_dir, out["snapshot"])
+        for line in filter(None, (out.get("snapshot"), out.get("catch_up_note"))):
+            log(ctx_dir, line)
         return out
     except Exception as exc:  # noqa: BLE001 - a hook must not fail the agent: logged, exit 0
         if ctx_dir is None:
             ctx_dir = _store_dir(store)
         log(ctx_dir, f"error: {type(exc).__name__}: {exc}\n" + traceback.format_exc())
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _capture_all(live: LiveImporter, data: dict, out: dict, ctx_dir: Path) -> None:
+    """The hook's work, under capture_lock: the transcripts it names (a subagent's waits for
+    its spawning call), SessionEnd's flush of subagents still waiting, the snapshot after a
+    file tool, SessionStart's catch-up; the state file of each transcript captured."""
+    event = data.get("hook_event_name")
+    for key in TRANSCRIPT_KEYS:
+        tp = data.get(key)
+        if not isinstance(tp, str) or not tp:
+            continue
+        if Path(tp).expanduser().exists():
+            out["captured"].append(capture(live, Path(tp).expanduser(), defer=True))
+        else:
+            log(ctx_dir, f"{tp}: {key} names no file; nothing imported")
+    if event == "SessionEnd":
+        for c in list(out["captured"]):
+            if c.get("source"):
+                out["captured"] += flush_deferred(live, c["source"])
+    if out["captured"] and event == "PostToolUse":
+        out["snapshot"] = after_file_tool(live.repo, data, out["captured"][0].get("session", ""))
+    if event == "SessionStart" and isinstance(data.get("transcript_path"), str):
+        out["caught_up"], out["catch_up_note"] = catch_up(
+            live, Path(data["transcript_path"]).expanduser().parent, ctx_dir)
+    for c in _flat(out["captured"]):
+        if not c.get("deferred"):
+            seen.record(str(ctx_dir), c["transcript"], c["seen"])
+
+
+def _flat(captured: list[dict]) -> list[dict]:
+    """Each capture and the subagent captures it brought (capture's "subagents")."""
+    return [x for c in captured for x in (c, *_flat(c.get("subagents", [])))]
+
+
+def catch_up(live: LiveImporter, folder: Path, ctx_dir: Path,
+             budget: float = CATCH_UP_SECONDS) -> tuple[list[dict], str]:
+    """SessionStart: import what the Claude Code history folder of this project (the one
+    holding the session's transcript, `~/.claude/projects/<project>/`) gained while no hook
+    ran, before Claude Code's cleanup (30 days by default) deletes it. Only a folder inside
+    a `projects` folder is swept (a transcript elsewhere is no history folder). Files whose
+    stat is what the hook last saw cost a stat; the others are captured from the offset
+    they reached (new lines only). Oldest first (nearest to the cleanup), sessions before
+    their subagents (as `ctx import` links them); stops after `budget` seconds and says
+    so — the next SessionStart goes on from there."""
+    if folder.parent.name != "projects" or not folder.is_dir():
+        return [], ""
+    files = [*folder.glob("*.jsonl"), *folder.glob("*/subagents/agent-*.jsonl")]
+    todo = [f for f in files if not seen.unchanged(str(ctx_dir), str(f.resolve()))]
+    todo.sort(key=lambda f: (f.name.startswith("agent-"), f.stat().st_mtime_ns, str(f)))
+    deadline = time.monotonic() + budget
+    done: list[dict] = []
+    for f in todo:
+        if time.monotonic() > deadline:
+            return done, (f"catch-up of {folder}: stopped after {budget:g} s with "
+                          f"{len(todo) - len(done)} of {len(todo)} files left; the next "
+                          f"SessionStart goes on")
+        res = capture(live, f, defer=True)
+        done.append(res)
+        for c in _flat([res]):
+            if not c.get("deferred"):
+                seen.record(str(ctx_dir), c["transcript"], c["seen"])
+    return done, ""
 
 
 def _store_dir(store: str | None) -> Path | None:
