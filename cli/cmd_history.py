@@ -341,7 +341,9 @@ def grep_cmd(state, pattern, rev, all_, ignore_case, fixed_strings, events_only,
 
     Each line is `EVENT TYPE WHERE: LINE` (with --all `EVENT [SESSION] ...`); `ctx show EVENT`
     opens the event. Exit 1 when
-    nothing matches, as grep does. A plain scan of the history (no index).
+    nothing matches, as grep does. A plain scan of the history (no index): every exact line
+    a regular expression matches. To find where something was discussed by relevance, across
+    every session, use `ctx search` (ranked, indexed).
 
     \b
     Examples:

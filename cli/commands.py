@@ -8,7 +8,7 @@ its commands on `cli` with `@cli.command`; this table only says where to find th
 Adding a command: define it in `cli/cmd_*.py` as usual and add one line here, in the place
 `ctx --help` should list it. tests/test_cli_lazy.py fails, printing the missing line, when a
 command is not in the table or its help here differs from its docstring's first sentence;
-`python -m ctxstore.cli.commands` prints the entry of every command as defined now.
+`python -m ctxstore.cli.entries` prints the entry of every command as defined now.
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ COMMANDS: dict[str, Entry] = {
     "grep": Entry("cmd_history", "Search messages, tool calls (names and arguments), tool results "
                                  "and artifacts of the history from REV (default HEAD), or of "
                                  "every session with --all."),
+    "search": Entry("cmd_search", "Ranked full-text search of every session, branch, compaction "
+                                  "summary, memory and artifact text, from an index (SQLite "
+                                  "FTS5, BM25)."),
     "reflog": Entry("cmd_history", "Every move of a ref, newest first (`ctx reflog [show] [REF]`);"
                                    " REF@{N} names entry N.", also=('cmd_maintenance',)),
     "branch": Entry("cmd_branches", "List branches of the current session, create NAME at REV, or "
@@ -145,11 +148,3 @@ def entry_line(name: str, cmd) -> str:
     extra = (", hidden=True" if cmd.hidden else "") + (f", also={old.also!r}" if old and old.also
                                                        else "")
     return f'    "{name}": Entry("{module}", {cmd.get_short_help_str(10**6)!r}{extra}),'
-
-
-if __name__ == "__main__":  # pragma: no cover
-    from .main import cli, load_all_commands
-
-    load_all_commands()
-    for _name in [*COMMANDS, *(n for n in cli.commands if n not in COMMANDS)]:
-        print(entry_line(_name, cli.commands[_name]))
