@@ -8,7 +8,7 @@ from ..lazyattrs import lazy_attributes
 
 _LAZY = {
     "take_snapshot": ".snapshot", "SnapshotResult": ".snapshot", "SNAPSHOT_TYPE": ".snapshot",
-    "default_root": ".snapshot", "read_workspace": ".snapshot",
+    "default_root": ".snapshot", "read_workspace": ".stored",
     "git_objects": ".closure", "hydrate": ".closure", "snapshot_at": ".closure",
     "is_snapshot": ".closure", "workspace_of": ".closure", "listed_objects": ".closure",
     "read_git_object": ".closure",

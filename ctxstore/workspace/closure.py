@@ -15,7 +15,7 @@ from ..chunking import read_content
 from ..errors import CorruptObject, InvalidInput
 from ..objects.links import is_id
 from . import gitdb
-from .snapshot import ctx_dir_of, read_workspace
+from .stored import ctx_dir_of, read_workspace
 
 
 def workspace_of(event: Any) -> str | None:

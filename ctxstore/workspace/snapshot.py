@@ -13,20 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ..chunking import ChunkParams, put_large
-from ..errors import CorruptObject, ObjectNotFound, Unsupported
+from ..errors import CorruptObject, ObjectNotFound
 from . import gitdb
+from .stored import ctx_dir_of, read_workspace  # also for this module's importers
 from .trees import delta
 
 SNAPSHOT_TYPE = "WorkspaceSnapshot"
 #: A chain of workspace objects is restarted (base None) once the base is this deep.
 MAX_DEPTH = 64
-
-
-def ctx_dir_of(repo) -> Path:
-    if repo.path is None:
-        raise Unsupported("workspace snapshots need a store on disk (an in-memory store has "
-                          "no place for the git object database)")
-    return Path(repo.path)
 
 
 def default_root(repo) -> str:
@@ -36,16 +30,6 @@ def default_root(repo) -> str:
 
 def _hint_path(ctx_dir: Path, root: str) -> Path:
     return gitdb.gitdir_of(ctx_dir) / "ctx-roots" / gitdb.root_key(root)
-
-
-def read_workspace(repo, wid: str) -> dict[str, Any]:
-    type_name, _ = repo.objects.get_raw(wid)
-    if type_name != "workspace":
-        raise CorruptObject(f"object {wid[:12]} is a {type_name}, not a workspace snapshot")
-    value = repo.objects.get(wid)
-    if not isinstance(value, dict) or not isinstance(value.get("tree"), str):
-        raise CorruptObject(f"workspace object {wid[:12]} has no tree")
-    return value
 
 
 def newest_of_root(repo, root: str) -> tuple[str | None, dict[str, Any] | None]:
