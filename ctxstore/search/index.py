@@ -273,6 +273,9 @@ class _Writer:
                 self.con.execute("DELETE FROM branches WHERE bid = ?", (bid,))
         for sid in sorted(shrunk):
             self._drop_unreached(sid)
+        self.con.execute("DELETE FROM sessions WHERE NOT EXISTS "
+                         "(SELECT 1 FROM branches b WHERE b.sid = sessions.sid)")
+        self._sessions.clear()
         if memories_moved:
             self._memories()
 
@@ -402,3 +405,33 @@ def index_size(repo) -> int:
     path = index_path(repo)
     return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if os.path.exists(p))
 
+
+
+def snapshot(repo) -> dict[str, object]:
+    """Everything the index holds, named by object ids instead of row ids: two indexes of
+    the same store are equal exactly when their snapshots are (the tests compare a caught-up
+    index with a fresh --reindex this way)."""
+    con = connect(index_path(repo))
+    try:
+        oid = dict(con.execute("SELECT rowid, oid FROM docs"))
+        con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, "
+                    "'instance')")
+        q = con.execute
+        return {
+            "covered": dict(q("SELECT ref, tip FROM covered")),
+            "op_head": _meta(con, "op_head"),
+            "sessions": sorted(q("SELECT id, harness, cwd FROM sessions")),
+            "docs": sorted((r[0].hex(), *r[1:]) for r in q(
+                "SELECT d.oid, s.id, d.kind, d.etype, d.ts, d.tool, d.src_file, d.src_line, "
+                "d.texted FROM docs d LEFT JOIN sessions s ON s.sid = d.sid")),
+            "member": sorted((r[0].hex(), r[1], r[2]) for r in q(
+                "SELECT d.oid, s.id, b.name FROM member m JOIN docs d ON d.rowid = m.doc "
+                "JOIN branches b ON b.bid = m.bid JOIN sessions s ON s.sid = b.sid")),
+            "files": sorted((p, oid[d].hex()) for p, d in q("SELECT path, doc FROM files")),
+            "replaced": sorted((o.hex(), oid[d].hex(), c.hex()) for o, d, c in q(
+                "SELECT oid, cdoc, cid FROM replaced")),
+            "terms": sorted((t, oid[d].hex(), off) for t, d, off in q(
+                "SELECT term, doc, offset FROM temp.vocab")),
+        }
+    finally:
+        con.close()
