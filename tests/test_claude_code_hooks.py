@@ -238,13 +238,14 @@ def test_install_with_snapshots_makes_the_installed_command_snapshot(tmp_path):
     proj = tmp_path / "proj"
     proj.mkdir()
     Repository.init(proj).close()
-    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(proj),
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--local", "--dir", str(proj),
                                  "--snapshots"])
     assert r.exit_code == 0, r.output
-    path = proj / ".claude" / "settings.json"
+    path = proj / ".claude" / "settings.local.json"  # this machine's interpreter: --local
     post = json.loads(path.read_text())["hooks"]["PostToolUse"]
     command = post[-1]["hooks"][0]["command"]
     assert command.startswith("CTX_HOOK_SNAPSHOTS=1 ") and settings.is_ours({"command": command})
+    assert "async" not in post[-1]["hooks"][0]  # the snapshot is of the files that tool left
     transcript = tmp_path / src.name
     transcript.write_bytes(b"".join(src.read_bytes().splitlines(keepends=True)[:10]))
     (proj / "a.py").write_text("x = 1\n")
@@ -254,9 +255,10 @@ def test_install_with_snapshots_makes_the_installed_command_snapshot(tmp_path):
                          capture_output=True, cwd=proj, timeout=120)
     assert out.returncode == 0, out.stderr
     log = (proj / ".ctx" / "hooks.log").read_text()
-    assert "on workspace: +2" in log  # a.py and .claude/settings.json
-    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--dir", str(proj)])
+    assert "on workspace: +2" in log  # a.py and .claude/settings.local.json
+    r = CliRunner().invoke(cli, ["hooks", "install", "claude-code", "--local", "--dir", str(proj)])
     assert r.exit_code == 0, r.output
     post = json.loads(path.read_text())["hooks"]["PostToolUse"]
-    ours = [h["command"] for g in post for h in g["hooks"] if settings.is_ours(h)]
-    assert len(ours) == 1 and not ours[0].startswith("CTX_HOOK_SNAPSHOTS")
+    ours = [h for g in post for h in g["hooks"] if settings.is_ours(h)]
+    assert len(ours) == 1 and not ours[0]["command"].startswith("CTX_HOOK_SNAPSHOTS")
+    assert ours[0]["async"] is True
