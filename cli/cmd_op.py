@@ -138,6 +138,9 @@ def undo_cmd(state, as_json: bool) -> None:
     Works for whatever moved refs: import, append, compact, merge, reset, fork, branch -d,
     checkout, unpack. The events themselves stay in the store (gc keeps what operations of
     the last 90 days name). Fails, changing nothing, if a ref moved outside the log since.
+    An undo of `ctx restore` also puts the files back as they were before it (and a redo as
+    the restore left them), refusing like restore when that would overwrite work no
+    snapshot holds (exit 18).
 
     \b
     Examples:
@@ -151,3 +154,7 @@ def undo_cmd(state, as_json: bool) -> None:
         return
     click.echo(f"Undid operation {short(res['undone']['id'])}: {res['undone']['description']}")
     _changes(res["changes"])
+    if "files" in res:  # a restore's: the files followed the branch (porcelain/oplog.py)
+        files = res["files"]
+        click.echo(f"Files of {files['root']} as snapshot {short(files['snapshot'])} has them: "
+                   f"{len(files['write'])} written, {len(files['delete'])} deleted")

@@ -6,7 +6,9 @@ file the restore would overwrite or delete that differs from that newest snapsho
 uncommitted work: the restore refuses, naming it, unless forced. Before it touches a file the
 restore records the root as it is (a snapshot event, committed and durable); then it replaces
 each file whole, never through a symlink and only under the project (contain.py); then it
-records the root as it left it. A restore is undone by restoring the first event.
+records the root as it left it. A restore is undone by restoring the first event — which
+`ctx undo` does (porcelain/oplog.py): it puts the files back without recording anything,
+since the first event already names them, then moves the branch back to it.
 docs/format.md "Workspace snapshots", "Restore"; docs/workspace.md "Containment"."""
 
 from __future__ import annotations
@@ -82,9 +84,14 @@ def _scope(paths: tuple[str, ...], root: str) -> tuple[str, ...]:
 
 def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | None = None,
             dry_run: bool = False, force: bool = False, ref: str | None = None,
-            label: str = "", command: str | None = None) -> RestorePlan:
+            label: str = "", command: str | None = None,
+            recorded_as: str | None = None) -> RestorePlan:
     """Restore the snapshot at EVENT_ID (or the newest before it) into the project (or ROOT),
-    limited to PATHS (relative to the root) if given."""
+    limited to PATHS (relative to the root) if given.
+
+    `recorded_as`: the snapshot event that already names the files as they are (an undo of a
+    restore: the snapshot that restore left). Then nothing is recorded — no before and after
+    events, no transaction — and only the files move."""
     target_event, ev = snapshot_at(repo, event_id)
     wid = workspace_of(ev)
     tree = read_workspace(repo, wid)["tree"]
@@ -126,23 +133,27 @@ def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | Non
                 plan.conflicts.append(path)  # an ignored file or a directory in the way
         plan.conflicts.sort()
         if plan.conflicts and not force and not dry_run:
-            names = ", ".join(plan.conflicts[:NAMED])
-            more = len(plan.conflicts) - NAMED
-            raise WorkspaceConflict(
-                f"restore would overwrite changes not in any snapshot of {root_dir}: {names}"
-                + (f" and {more} more" if more > 0 else "")
-                + " (snapshot them first with `ctx snapshot`, restore other paths, or pass "
-                  "--force)", files=plan.conflicts)
+            raise conflict(plan, "restore", "restore other paths, or pass --force")
         if dry_run or not (plan.write or plan.delete):
             return plan
         # 1. the root as it is, durably named by an event, before any file is touched
-        with repo.transaction(ref, message=f"restore: before {label}",
-                              command=command or "api: restore_workspace") as tx:
-            plan.before_event = tx.append(SNAPSHOT_TYPE, "system",
-                                          now.payload(f"restore: before {label}"))
-        remember(repo, root_dir, now.workspace)
+        if recorded_as is None:
+            with repo.transaction(ref, message=f"restore: before {label}",
+                                  command=command or "api: restore_workspace") as tx:
+                plan.before_event = tx.append(SNAPSHOT_TYPE, "system",
+                                              now.payload(f"restore: before {label}"))
+            remember(repo, root_dir, now.workspace)
+        else:
+            plan.before_event = recorded_as
         # 2. the files, each replaced whole (as it was, or as the target has it)
         failure = _apply(git, root_dir, target, plan)
+        if recorded_as is not None:
+            if failure is not None:
+                raise failure
+            if not scope and not partial:  # the files are the target's tree now
+                remember(repo, root_dir, wid)
+            plan.applied = True
+            return plan
         # 3. the root as the restore left it
         reason = f"restore: {label}" if failure is None else f"restore (incomplete): {label}"
         try:
@@ -160,6 +171,15 @@ def restore(repo, event_id: str, paths: tuple[str, ...] = (), *, root: str | Non
             raise failure
         plan.applied = True
     return plan
+
+
+def conflict(plan: RestorePlan, what: str, other: str) -> WorkspaceConflict:
+    """The refusal of a restore (or of an undo of one) that would overwrite PLAN's conflicts."""
+    more = len(plan.conflicts) - NAMED
+    return WorkspaceConflict(
+        f"{what} would overwrite changes not in any snapshot of {plan.root}: "
+        f"{', '.join(plan.conflicts[:NAMED])}" + (f" and {more} more" if more > 0 else "")
+        + f" (snapshot them first with `ctx snapshot`, {other})", files=plan.conflicts)
 
 
 def _check_way(root: str, path: str, going: set[str]) -> None:
