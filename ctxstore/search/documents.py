@@ -7,16 +7,19 @@ the index is contentless: removing a row re-derives the very text that was added
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..objects import Artifact, Event, Message
-from ..objects.compaction import Compaction
-from ..objects.memory import Memory
-from ..retrieval.text import artifact_text, memory_text
+from ..errors import CtxError
+
+if TYPE_CHECKING:
+    from ..objects import Event
+    from ..objects.compaction import Compaction
+    from ..objects.memory import Memory
 
 #: Characters of one document that are indexed (the event's own text, then its artifacts).
 DOC_TEXT_LIMIT = 32 << 10
+#: Bytes of an artifact's content that are read for its text.
+ARTIFACT_TEXT_LIMIT = 32 << 10
 
 _PROMPT, _RESPONSE, _CALL, _RESULT, _SUMMARY, _MEMORY, _OTHER = (
     "prompt", "response", "tool-call", "tool-result", "summary", "memory", "other")
@@ -27,8 +30,7 @@ _BY_TYPE = {"UserPromptSubmitted": _PROMPT, "ToolCallRequested": _CALL,
 _BY_ROLE = {"user": _PROMPT, "assistant": _RESPONSE, "model": _RESPONSE, "tool": _RESULT}
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(NamedTuple):  # not a dataclass: `ctx search` starts faster
     text: str
     kind: str
     tool: str = ""
@@ -59,11 +61,14 @@ def _get(store, oid: Any, cls: type) -> Any:
     return obj if isinstance(obj, cls) else None
 
 
-def event_document(repo, ev: Event, harness: str) -> Document:
+def event_document(repo, ev: Event, harness: str, effects: bool = True) -> Document:
     """The document of one event. A message's text is indexed on the event that carries it;
     a tool call's name and arguments on its ToolCallRequested event and its result (and the
     result's artifact) on ToolCallFinished/Failed, so the model turn that holds both is not
-    indexed three times."""
+    indexed three times. Without `effects` the files a call touches are not worked out (the
+    text is the same: what a snippet or a removal needs)."""
+    from ..objects import Artifact, Message
+
     store = repo.objects
     msg = _get(store, ev.causality.get("message_id"), Message)
     kind = _BY_TYPE.get(ev.type) or (_BY_ROLE.get(msg.role, _OTHER) if msg is not None
@@ -86,17 +91,18 @@ def event_document(repo, ev: Event, harness: str) -> Document:
                 tool = b.name  # type: ignore[attr-defined]
                 parts.append(b.name)  # type: ignore[attr-defined]
                 parts.extend(_strings(b.args))  # type: ignore[attr-defined]
-                files.extend(_call_files(b.name, b.args, harness))  # type: ignore[attr-defined]
+                if effects:
+                    files.extend(_call_files(b.name, b.args, harness))  # type: ignore[attr-defined]
             elif k == "tool_result" and kind == _RESULT:
                 parts.append(b.text or b.preview)  # type: ignore[attr-defined]
                 artifacts.append(b.output_ref)  # type: ignore[attr-defined]
     else:
         parts.extend(_strings(ev.payload))
-        if kind == _CALL and tool:
+        if kind == _CALL and tool and effects:
             files.extend(_call_files(tool, ev.payload.get("args"), harness))
     if ev.type in ("FileRead", "FileWritten", "DiffApplied") and isinstance(ev.payload.get("path"), str):
         files.append(ev.payload["path"])
-    rec = _get(store, ev.causality.get("compaction_id"), Compaction)
+    rec = _compaction(store, ev.causality.get("compaction_id"))
     if rec is not None:
         compaction, replaces = ev.causality["compaction_id"], tuple(rec.source_event_ids)
         parts.append(compaction_text(rec))
@@ -112,6 +118,14 @@ def event_document(repo, ev: Event, harness: str) -> Document:
                     line if isinstance(line, int) else 0, replaces, compaction)
 
 
+def _compaction(store, cid: Any) -> Compaction | None:
+    if not isinstance(cid, str) or not cid:
+        return None
+    from ..objects.compaction import Compaction
+
+    return _get(store, cid, Compaction)
+
+
 def compaction_text(rec: Compaction) -> str:
     """A summary's searchable text: the summary, and what it carries forward in words."""
     parts = [rec.summary]
@@ -122,7 +136,25 @@ def compaction_text(rec: Compaction) -> str:
 
 
 def memory_document(mem: Memory) -> Document:
-    return Document(memory_text(mem)[:DOC_TEXT_LIMIT], _MEMORY)
+    text = " ".join((mem.content, mem.kind, *mem.keywords))
+    return Document(text[:DOC_TEXT_LIMIT], _MEMORY)
+
+
+def artifact_text(store, art) -> str:
+    """An artifact's name and the start of its content when that is text."""
+    from ..chunking import open_content
+
+    head = f"{art.kind} {art.uri} {art.summary}"
+    if not art.content:
+        return head
+    try:
+        with open_content(store, art.content) as f:
+            data = f.read(ARTIFACT_TEXT_LIMIT)
+    except CtxError:
+        return head  # fsck's business: the artifact stays findable by its name
+    if b"\0" in data[:4096]:
+        return head  # binary content
+    return head + "\n" + data.decode("utf-8", "replace")
 
 
 def _call_files(name: str, args: Any, harness: str) -> list[str]:

@@ -120,8 +120,9 @@ def _checksum(con: sqlite3.Connection) -> str:
     h = blake3.blake3()
     for key in ("schema", "store", "op_head"):
         h.update(f"{key}={_meta(con, key)}\n".encode())
-    for ref, tip in con.execute("SELECT ref, tip FROM covered ORDER BY ref"):
-        h.update(f"{ref} {tip}\n".encode())
+    row = con.execute("SELECT group_concat(ref || ' ' || tip, char(10)) FROM "
+                      "(SELECT ref, tip FROM covered ORDER BY ref)").fetchone()
+    h.update((row[0] or "").encode())
     return h.hexdigest()
 
 
@@ -372,7 +373,7 @@ class _Writer:
             (sid,)).fetchall()
         for doc, oid, harness in rows:
             ev = self.repo.graph.event(oid.hex())
-            self._delete(doc, event_document(self.repo, ev, harness).text)
+            self._delete(doc, event_document(self.repo, ev, harness, effects=False).text)
             self.removed += 1
 
     # -- memories ------------------------------------------------------------------------------

@@ -105,16 +105,17 @@ def search(repo, query: str, *, limit: int = 20, filters: SearchFilters | None =
 
 def _hit(repo, con: sqlite3.Connection, row: tuple, query: str) -> SearchHit:
     from ..clock import iso_from_ms
-    from ..objects.memory import Memory
     from .documents import event_document, memory_document
 
     doc, oid, sid, kind, etype, ts, tool, src_file, src_line, harness, score = row
     oid_hex = oid.hex()
     if sid is None:
+        from ..objects.memory import Memory
+
         text = memory_document(repo.objects.get_typed(oid_hex, Memory)).text
         branch = None
     else:
-        text = event_document(repo, repo.graph.event(oid_hex), harness).text
+        text = event_document(repo, repo.graph.event(oid_hex), harness, effects=False).text
         names = [r[0] for r in con.execute(
             "SELECT b.name FROM member m JOIN branches b ON b.bid = m.bid WHERE m.doc = ?",
             (doc,))]
