@@ -93,6 +93,8 @@ COMMANDS: dict[str, Entry] = {
                                 "as they run."),
     "hook": Entry("cmd_hooks", "Handle one Claude Code hook call (the hook JSON on stdin); always"
                                " exits 0."),
+    "mcp": Entry("cmd_mcp", "Serve this store to MCP clients (Claude Code, Codex, Gemini CLI, "
+                            "...) over stdio."),
     "pack": Entry("cmd_transfer", "Write the named branches or sessions (default: HEAD's session),"
                                   " and everything they reach, to one self-describing, checksummed"
                                   " FILE; or inspect one with --verify / --list."),

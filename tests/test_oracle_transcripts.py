@@ -428,7 +428,45 @@ _json = st.recursive(_scalars, lambda inner: st.one_of(
                                                        "parentId", "cwd"]), _json, max_size=5),
                      max_size=6))
 def test_odd_records_never_crash_the_oracle(tmp_path_factory, head, body):
+    """Odd but valid JSON lines after a harness's first line: the oracle still judges the file
+    as that harness's, and every answer it gives is consistent with its own calls and lines."""
     p = tmp_path_factory.mktemp("odd") / "s.jsonl"
-    p.write_text("".join(json.dumps(r) + "\n" for r in [head, *body]))
+    known = _KNOWN_WRITE[head["type"]]  # a successful write after the odd lines: ids of its own
+    p.write_text("".join(json.dumps(r) + "\n" for r in [head, *body, *known]))
     t = analyze(p)
-    t.modified_files(), t.read_files(), t.plan_steps(), t.abandoned(), t.has_real_prompt
+    assert t.harness == _HARNESS_OF[head["type"]] and t.lines == 1 + len(body) + len(known)
+    assert [f for f in t.modified_files() if f.endswith("/kept.txt")], t.calls
+    for c in t.calls:
+        assert 1 <= c.line <= t.lines and c.lane in (MAIN, SIDE, OFF)
+        assert c.status in ("ok", "error", None)
+        assert c.result_line is None or c.line <= c.result_line <= t.lines
+    assert all(1 <= line <= t.lines and isinstance(text, str) for line, _g, text in t.prompts)
+    counted = [c for c in t.calls if c.lane != OFF]
+    ok = [c for c in counted if c.status == "ok"]
+    assert set(t.modified_files()) == {oracle.normalize_path(w, c.cwd) for c in ok
+                                       for w in c.writes}
+    assert set(t.read_files()) == {oracle.normalize_path(r, c.cwd) for c in ok for r in c.reads}
+    unresolved = t.unresolved()
+    assert [c for c in counted if c.status is None] == unresolved
+    assert all(c in unresolved for c in t.abandoned())
+    steps = t.plan_steps()
+    assert steps is None or all(isinstance(s, str) for s in steps)
+    assert t.has_real_prompt == (t.first_prompt is not None)
+
+
+_HARNESS_OF = {"user": "claude-code", "session_meta": "codex", "session": "pi"}
+_KNOWN_WRITE = {
+    "user": [{"type": "assistant", "uuid": "kw-call", "parentUuid": "u0", "message": {
+                 "id": "msg_kw", "role": "assistant", "content": [
+                     {"type": "tool_use", "id": "kw", "name": "Write",
+                      "input": {"file_path": "/w/kept.txt", "content": "x"}}]}},
+             {"type": "user", "uuid": "kw-result", "parentUuid": "kw-call", "message": {
+                 "role": "user", "content": [{"type": "tool_result", "tool_use_id": "kw",
+                                              "content": "File created successfully"}]}}],
+    "session_meta": codex_call("kw", "apply_patch",
+                               "*** Begin Patch\n*** Add File: kept.txt\n+x\n*** End Patch",
+                               "Success. Updated the following files:\nA kept.txt", custom=True),
+    "session": [pi_assistant([("kw", "write", {"path": "/w/kept.txt", "content": "x"})],
+                             id="kw-call", parentId=None),
+                pi_result("kw", "write", id="kw-result", parentId="kw-call")],
+}
