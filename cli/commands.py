@@ -83,6 +83,8 @@ COMMANDS: dict[str, Entry] = {
                                   "folders."),
     "export": Entry("cmd_import", "Write a session (REV may be a session id: every branch) back in "
                                   "its harness's format, or one history as ctxstore JSONL."),
+    "resume": Entry("cmd_resume", "Write SESSION, converted, where HARNESS looks for sessions, "
+                                  "and print its command to continue."),
     "snapshot": Entry("cmd_workspace", "Record the files of PATH (default: the directory holding"
                                        " .ctx) as a git tree in .ctx/workspace.git and append a "
                                        "WorkspaceSnapshot event to HEAD's branch."),

@@ -74,6 +74,17 @@ class ConversionReport:
         return {**asdict(self), "tool_calls": self.tool_calls}
 
 
+def result_text(transcript: Transcript, entry: Entry, limit: int,
+                report: ConversionReport) -> tuple[str, bool]:
+    """`Transcript.result_text` (whole when it fits in LIMIT bytes, else preview + artifact
+    reference), counting an artifact-backed output as inlined or referenced in REPORT."""
+    text, whole = transcript.result_text(entry, limit)
+    if entry.artifact:
+        report.artifacts_inlined += int(whole)
+        report.artifacts_referenced += int(not whole)
+    return text, whole
+
+
 class Writer(Protocol):
     def __call__(self, transcript: Transcript, out: BinaryIO) -> ConversionReport: ...
 
@@ -91,4 +102,4 @@ def target(name: str) -> ModuleType:
 
 
 __all__ = ["TARGETS", "ConversionReport", "Entry", "Image", "Transcript", "UnverifiedVersion",
-           "Writer", "read_transcript", "target", "PROVENANCE_KEY"]
+           "Writer", "read_transcript", "result_text", "target", "PROVENANCE_KEY"]

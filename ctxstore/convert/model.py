@@ -16,6 +16,7 @@ A tool call met twice (in a response message and in its own ToolCallRequested) i
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -375,3 +376,49 @@ def _child_transcript(repo: Repository, child: str, sess) -> Transcript:
     call = _spawn_call(repo, sess.spawn_event) if sess.spawn_event else ""
     return Transcript(**{**{f: getattr(t, f) for f in t.__dataclass_fields__}, "spawn_call": call})
 
+
+
+#: Namespace of the uuids converted files use: the same session, branch and event always
+#: give the same target ids, so converting twice writes the same file.
+_NAMESPACE = uuid.UUID("6f1c2b0e-3d4a-5b6c-8d7e-9f0a1b2c3d4e")
+
+
+def stable_uuid(*parts: str) -> str:
+    """A uuid5 of PARTS (target session ids, Claude Code record uuids)."""
+    return str(uuid.uuid5(_NAMESPACE, "\x1f".join(parts)))
+
+
+def unanswered(entries: tuple[Entry, ...] | list[Entry]) -> set[str]:
+    """Call ids among ENTRIES that have no result among them (an interrupted call): a
+    provider rejects a history holding a call without its result, so writers add one."""
+    answered = {e.call_id for e in entries if e.kind == "tool_result"}
+    return {e.call_id for e in entries if e.kind == "tool_call" and e.call_id not in answered}
+
+
+def orphaned(entries: tuple[Entry, ...] | list[Entry]) -> set[str]:
+    """Call ids of results whose call is not among ENTRIES (written as text by writers)."""
+    called = {e.call_id for e in entries if e.kind == "tool_call"}
+    return {e.call_id for e in entries if e.kind == "tool_result" and e.call_id not in called}
+
+
+def tree_order(transcript: Transcript) -> list[Entry]:
+    """Every entry, parents before children, each side branch before the chosen branch's
+    continuation: the chosen leaf comes last, which is the leaf a harness that resumes "the
+    newest leaf in the file" (Claude Code, pi) picks."""
+    on_path = {e.id for e in transcript.path()}
+    children: dict[str, list[Entry]] = {}
+    for e in transcript.entries:
+        children.setdefault(e.parent, []).append(e)
+    out: list[Entry] = []
+    stack = _push_order(children.get("", []), on_path)
+    while stack:
+        entry = stack.pop()
+        out.append(entry)
+        stack.extend(_push_order(children.get(entry.id, []), on_path))
+    return out
+
+
+def _push_order(kids: list[Entry], on_path: set[str]) -> list[Entry]:
+    """Stack order: the chosen-path child first (popped last), side children after it in
+    reverse (popped in file order)."""
+    return [k for k in kids if k.id in on_path] + [k for k in reversed(kids) if k.id not in on_path]

@@ -5,6 +5,8 @@ older imports name a separate `record` object instead): the events that carry a 
 are gathered (from every branch when REV names a session, from REV's history otherwise,
 plus inline subagent sessions cut from the same file), sorted by original line number, and
 each line is printed once. The output is JSON-equal to the original, line by line.
+A session that did not come from the requested harness is converted instead when that
+harness is a conversion target (claude-code, codex, pi, gemini: ctxstore/convert).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ..errors import BadRevision, InvalidInput, NotFound, Unsupported
 from ..objects import Event, Session
 from ..repo import Repository
 from ..repo.revparse import resolve_event
+from .. import convert
 from . import harnesses, neutral
 from .records import event_line
 
@@ -44,8 +47,9 @@ def session_of_event(repo: Repository, event_id: str) -> str:
 def export_session(repo: Repository, rev_or_session: str, format: str, out: TextIO) -> dict[str, Any]:
     """Write the session REV names (a session id, branch or event) to `out`.
 
-    `format` is claude-code, codex or pi (the session must have been imported from it) or
-    jsonl. Returns {"session", "format", "lines"}.
+    `format` is a harness (its original records when the session was imported from it;
+    for claude-code, codex, pi and gemini a conversion otherwise, see ctxstore/convert) or
+    jsonl. Returns {"session", "format", "lines"} (and "converted", the conversion report).
     """
     sid, tips = resolve_target(repo, rev_or_session)
     if format == "jsonl":
@@ -56,6 +60,8 @@ def export_session(repo: Repository, rev_or_session: str, format: str, out: Text
                            f"{', '.join(SOURCE_FORMATS)} or jsonl")
     session = repo.session(sid)
     origin = session.origin.get("format", "")
+    if origin != format and format in convert.TARGETS:
+        return _converted(repo, sid, format, out)
     if origin != format:
         raise Unsupported(f"session {sid[:12]} was not imported from {format} "
                           f"(origin: {origin or 'native'}); export it with --format jsonl")
@@ -71,6 +77,18 @@ def export_session(repo: Repository, rev_or_session: str, format: str, out: Text
         out.write(event_line(repo.objects, ev.payload, ev.causality))
         out.write("\n")
     return {"session": sid, "format": format, "lines": len(lines)}
+
+
+def _converted(repo: Repository, sid: str, format: str, out: TextIO) -> dict[str, Any]:
+    """A session from another harness (or made here), converted to FORMAT (ctxstore/convert):
+    every branch where the format has a tree, else the main branch."""
+    import io
+
+    buf = io.BytesIO()
+    report = convert.target(format).write(convert.read_transcript(repo, sid), buf)
+    out.write(buf.getvalue().decode("utf-8"))
+    return {"session": sid, "format": format, "lines": report.records,
+            "converted": report.to_dict()}
 
 
 def _source_lines(repo: Repository, sid: str, session: Session,
