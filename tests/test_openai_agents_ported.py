@@ -64,10 +64,29 @@ def store(tmp_path):
     return tmp_path / "store"
 
 
-def test_it_is_a_session(store):
+@arun
+async def test_it_is_a_session(store):
+    """What the Runner relies on, beyond the names isinstance() looks at (a runtime-checkable
+    Protocol checks only that the attributes exist): the session id given, the protocol's four
+    methods as coroutines with its parameters, and a round trip through each."""
+    import inspect
+
     s = CtxstoreSession("proto", store)
-    assert isinstance(s, Session)
-    s.close()
+    try:
+        assert isinstance(s, Session) and s.session_id == "proto"
+        for name in ("get_items", "add_items", "pop_item", "clear_session"):
+            ours, theirs = getattr(s, name), getattr(Session, name)
+            assert inspect.iscoroutinefunction(ours), name
+            assert list(inspect.signature(ours).parameters) == \
+                list(inspect.signature(theirs).parameters)[1:], name
+        items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        await s.add_items(items)
+        assert await s.get_items() == items and await s.get_items(limit=1) == items[1:]
+        assert await s.pop_item() == items[1] and await s.get_items() == items[:1]
+        await s.clear_session()
+        assert await s.get_items() == [] and await s.pop_item() is None
+    finally:
+        s.close()
 
 
 # -- with the Runner ---------------------------------------------------------------------------
