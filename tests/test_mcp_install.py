@@ -176,3 +176,12 @@ def test_dry_run_writes_nothing_and_pin_store_stays_out_of_project_files(env):
     assert not (project / ".mcp.json").exists()
     err = ctx.fails(10, "mcp", "install", "claude-code", "--dir", str(project), "--pin-store")
     assert "project file" in err
+
+
+def test_serving_without_the_extra_says_how_to_install_it(env, monkeypatch):
+    ctx, home, project = env
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the `mcp` extra were not installed
+    monkeypatch.delitem(sys.modules, "ctxstore.integrations.mcp.server", raising=False)
+    err = ctx.fails(15, "mcp")
+    assert "pip install 'ctxstore[mcp]'" in err
+    assert install(ctx, project, "gemini")["action"] == "added"  # install needs no SDK

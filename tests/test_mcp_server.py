@@ -244,3 +244,48 @@ def test_bad_arguments_are_tool_errors_not_crashes(store):
     assert "no session" in errs[0]
     assert "limit" in errs[1] and "budget" in errs[2] and "since" in errs[3]
     assert still["state"]["title"] == "secrets"
+
+
+def test_a_running_server_sees_what_other_processes_write(store, tmp_path):
+    """A client keeps one server for its whole session while hooks import into the store:
+    each call reads the store as it is now (refs, packs, the search index)."""
+    import shutil
+    import subprocess
+
+    shutil.copytree(store["root"], tmp_path / "copy")  # the other tests keep their HEAD
+    store = {**store, "root": tmp_path / "copy"}
+
+    async def scenario(s):
+        before = await call(s, "session_state")
+        subprocess.run([sys.executable, "-m", "ctxstore.cli", "--store", str(store["root"]),
+                        "append", "UserPromptSubmitted", "--actor", "user", "--payload",
+                        json.dumps({"text": "quasarwombat arrives later"})],
+                       check=True, capture_output=True)
+        after = await call(s, "session_state")
+        found = await call(s, "search", query="quasarwombat")
+        event = json.loads((await s.read_resource(f"ctx://event/{after['event']}"))
+                           .contents[0].text)
+        return before, after, found, event
+
+    before, after, found, event = serve(store)(scenario)
+    assert after["event"] != before["event"]
+    assert after["state"]["version"] == before["state"]["version"] + 1
+    assert [h["event"] for h in found["hits"]] == [after["event"]]
+    assert event["content"]["payload"]["text"] == "quasarwombat arrives later"
+
+
+def test_unknown_resources_are_errors_not_crashes(store):
+    from mcp.shared.exceptions import MCPError
+
+    async def scenario(s):
+        errors = []
+        for uri in ("ctx://event/0000000000000000", "ctx://session/ffffffffffff"):
+            try:
+                await s.read_resource(uri)
+            except MCPError as exc:
+                errors.append(str(exc))
+        return errors, await call(s, "session_state")
+
+    errors, still = serve(store)(scenario)
+    assert len(errors) == 2 and all(errors)
+    assert still["state"]["goal"]
