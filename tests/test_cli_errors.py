@@ -214,9 +214,25 @@ def test_checkout_head_stays_on_the_branch(ctx, rev):
     assert ctx.json("status")["head"] == detached["head"]
 
 
+def _moves(log: dict) -> list[tuple]:
+    return [(e["old"], e["new"], e["message"]) for e in log["entries"]]
+
+
 def test_reflog_of_known_and_deleted_refs_still_shown(ctx):
-    assert ctx.json("reflog")["entries"]
-    assert ctx.json("reflog", "main")["entries"]
+    status = ctx.json("status")
+    sid, tip = status["session"], status["head"]
+    head = ctx.json("reflog")
+    assert head["ref"] == "HEAD" and [e["index"] for e in head["entries"]] == [0, 1]
+    root = head["entries"][1]["new"]
+    assert _moves(head) == [(root, tip, "append UserPromptSubmitted: 1 event(s)"),
+                            (None, root, f"checkout: new session {sid[:12]}")]
+    main = ctx.json("reflog", "main")
+    assert main["ref"] == f"refs/sessions/{sid}/main"
+    assert _moves(main) == [(root, tip, "append UserPromptSubmitted: 1 event(s)"),
+                            (None, root, "session: created")]
     ctx("branch", "tmp")
     ctx("branch", "-d", "tmp")
-    assert ctx.json("reflog", "tmp")["entries"]  # a deleted branch's reflog outlives it
+    gone = ctx.json("reflog", "tmp")  # a deleted branch's reflog outlives it, deletion first
+    assert gone["ref"] == f"refs/sessions/{sid}/tmp"
+    assert _moves(gone) == [(tip, None, "branch: deleted tmp"),
+                            (None, tip, "branch: created from HEAD")]
