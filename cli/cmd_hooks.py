@@ -71,6 +71,7 @@ def hooks_install_cmd(state, harness: str, scope: str, project: str | None, pin_
     """
     from ctxstore.integrations.claude_code import settings
 
+    settings.refuse_shared_pin(scope, pin_store)  # before looking for a store
     store = str(state.repo.path) if pin_store else None
     command, note = settings.hook_command(store, snapshots=snapshots, scope=scope)
     res = settings.install(settings.settings_path(scope, project), command, snapshots)

@@ -117,12 +117,17 @@ def _capture_all(live: LiveImporter, data: dict, out: dict, ctx_dir: Path) -> No
         for c in list(out["captured"]):
             if c.get("source"):
                 out["captured"] += flush_deferred(live, c["source"])
+    _record_seen(ctx_dir, out["captured"])
     if out["captured"] and event == "PostToolUse":
         out["snapshot"] = after_file_tool(live.repo, data, out["captured"][0].get("session", ""))
     if event == "SessionStart" and isinstance(data.get("transcript_path"), str):
         out["caught_up"], out["catch_up_note"] = catch_up(
             live, Path(data["transcript_path"]).expanduser().parent, ctx_dir)
-    for c in _flat(out["captured"]):
+
+
+def _record_seen(ctx_dir: Path, captured: list[dict]) -> None:
+    """The fast path's state file of each transcript captured (not of one still waiting)."""
+    for c in _flat(captured):
         if not c.get("deferred"):
             seen.record(str(ctx_dir), c["transcript"], c["seen"])
 
@@ -149,16 +154,13 @@ def catch_up(live: LiveImporter, folder: Path, ctx_dir: Path,
     todo.sort(key=lambda f: (f.name.startswith("agent-"), f.stat().st_mtime_ns, str(f)))
     deadline = time.monotonic() + budget
     done: list[dict] = []
-    for f in todo:
-        if time.monotonic() > deadline:
+    for f in todo:  # one file at least per SessionStart, however small the budget
+        done.append(capture(live, f, defer=True))
+        _record_seen(ctx_dir, done[-1:])
+        if time.monotonic() > deadline and len(done) < len(todo):
             return done, (f"catch-up of {folder}: stopped after {budget:g} s with "
                           f"{len(todo) - len(done)} of {len(todo)} files left; the next "
                           f"SessionStart goes on")
-        res = capture(live, f, defer=True)
-        done.append(res)
-        for c in _flat([res]):
-            if not c.get("deferred"):
-                seen.record(str(ctx_dir), c["transcript"], c["seen"])
     return done, ""
 
 

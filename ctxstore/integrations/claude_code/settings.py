@@ -70,11 +70,8 @@ def hook_command(store: str | None = None, snapshots: bool = False,
     `snapshots`, the command sets CTX_HOOK_SNAPSHOTS=1 (workspace snapshots after
     file-writing tools)."""
     note = ""
+    refuse_shared_pin(scope, bool(store))
     if scope == "project":
-        if store:
-            raise InvalidInput("a project settings file is shared: it cannot name this "
-                               "machine's store path (--pin-store is for --local and --user; "
-                               "the hook finds the store from the session's directory)")
         cmd = ["ctx"]
         if shutil.which("ctx") is None:
             cmd = ["python3", "-m", "ctxstore.cli"]
@@ -88,6 +85,13 @@ def hook_command(store: str | None = None, snapshots: bool = False,
             cmd += ["--store", os.path.abspath(store)]
     env = "CTX_HOOK_SNAPSHOTS=1 " if snapshots else ""
     return env + " ".join(shlex.quote(c) for c in cmd) + " " + MARK, note
+
+
+def refuse_shared_pin(scope: str, pin: bool) -> None:
+    if pin and scope == "project":
+        raise InvalidInput("a project settings file is shared: it cannot name this machine's "
+                           "store path (--pin-store is for --local and --user; the hook finds "
+                           "the store from the session's directory)")
 
 
 def hook_entry(event: str, command: str, snapshots: bool = False) -> dict[str, Any]:
