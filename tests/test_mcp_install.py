@@ -180,7 +180,8 @@ def test_dry_run_writes_nothing_and_pin_store_stays_out_of_project_files(env):
 
 def test_serving_without_the_extra_says_how_to_install_it(env, monkeypatch):
     ctx, home, project = env
-    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the `mcp` extra were not installed
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] + ["mcp"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the `mcp` extra were not installed
     monkeypatch.delitem(sys.modules, "ctxstore.integrations.mcp.server", raising=False)
     err = ctx.fails(15, "mcp")
     assert "pip install 'ctxstore[mcp]'" in err
