@@ -10,7 +10,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.corpus import corpus_root, in_ci, missing_message, require_corpus
+from tests.corpus import corpus_present, in_ci, missing_message, require_corpus
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -45,6 +45,6 @@ def corpus():
 def pytest_collection_modifyitems(config, items):
     """Under CI a missing corpus stops the whole run with one line, before any test runs,
     instead of one error per real-data test (outside CI each of them skips with a how-to)."""
-    if in_ci() and not corpus_root().is_dir() and any("corpus" in getattr(i, "fixturenames", ())
+    if in_ci() and not corpus_present() and any("corpus" in getattr(i, "fixturenames", ())
                                                        for i in items):
         pytest.exit(missing_message(), returncode=1)

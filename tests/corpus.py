@@ -27,15 +27,26 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def corpus_present() -> bool:
+    """The corpus directory exists and holds something: an empty folder (a mistyped or not yet
+    filled $CTXSTORE_CORPUS) counts as missing, so each real-data test reports it in one line
+    instead of failing on the first file it opens."""
+    root = corpus_root()
+    return root.is_dir() and any(root.iterdir())
+
+
 def missing_message() -> str:
-    return (f"real-session corpus not found at {corpus_root()}: set {ENV}=/path/to/corpus/sessions "
+    root = corpus_root()
+    where = f"{root} is empty" if root.is_dir() else f"not found at {root}"
+    return (f"real-session corpus {where}: set {ENV}=/path/to/corpus/sessions "
             f"(the layout of ../shared/corpus/sessions) to run the real-data tests")
 
 
 def require_corpus() -> Path:
-    """The corpus directory; fails under CI=true and skips elsewhere when it is missing."""
+    """The corpus directory; fails under CI=true and skips elsewhere when it is missing or
+    empty."""
     root = corpus_root()
-    if root.is_dir():
+    if corpus_present():
         return root
     if in_ci():
         pytest.fail(missing_message(), pytrace=False)
