@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import CtxError
+from ..errors import CtxError, ObjectNotFound
 
 if TYPE_CHECKING:
     from ..objects import Event
@@ -57,7 +57,10 @@ def _strings(value: Any) -> Iterator[str]:
 def _get(store, oid: Any, cls: type) -> Any:
     if not isinstance(oid, str) or not oid:
         return None
-    obj = store.get(oid) if oid in store else None
+    try:
+        obj = store.get(oid)
+    except ObjectNotFound:
+        return None  # fsck's business: the event stays findable by what it says itself
     return obj if isinstance(obj, cls) else None
 
 

@@ -31,6 +31,7 @@ from ..errors import CtxError, Unsupported
 from ..refs import SESSIONS_PREFIX
 from ..refs.names import split_branch_ref
 from .documents import Document, event_document, memory_document
+from .hits import HIT_TYPES
 
 Progress = Callable[[str, int, int], None]
 
@@ -42,20 +43,22 @@ _MEMORY_PREFIX = "refs/memory/"
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE covered(ref TEXT PRIMARY KEY, tip TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE names(id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
 CREATE TABLE sessions(sid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, harness TEXT NOT NULL,
                       cwd TEXT NOT NULL);
 CREATE TABLE branches(bid INTEGER PRIMARY KEY, sid INTEGER NOT NULL, name TEXT NOT NULL,
                       UNIQUE(sid, name));
-CREATE TABLE docs(rowid INTEGER PRIMARY KEY, oid BLOB NOT NULL UNIQUE, sid INTEGER,
-                  kind TEXT NOT NULL, etype TEXT NOT NULL, ts INTEGER NOT NULL, tool TEXT,
-                  src_file TEXT, src_line INTEGER, texted INTEGER NOT NULL);
+CREATE TABLE docs(rowid INTEGER PRIMARY KEY, key INTEGER NOT NULL, sid INTEGER,
+                  kind INTEGER NOT NULL, etype INTEGER NOT NULL, ts INTEGER NOT NULL,
+                  tool INTEGER, src INTEGER, src_line INTEGER, texted INTEGER NOT NULL);
+CREATE UNIQUE INDEX docs_key ON docs(key);
 CREATE TABLE member(doc INTEGER NOT NULL, bid INTEGER NOT NULL, PRIMARY KEY(doc, bid))
     WITHOUT ROWID;
 CREATE TABLE files(path TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY(path, doc))
     WITHOUT ROWID;
 CREATE INDEX files_doc ON files(doc);
-CREATE TABLE replaced(oid BLOB NOT NULL, cdoc INTEGER NOT NULL, cid BLOB NOT NULL,
-                      PRIMARY KEY(oid, cdoc)) WITHOUT ROWID;
+CREATE TABLE replaced(key INTEGER NOT NULL, cdoc INTEGER NOT NULL, cid BLOB NOT NULL,
+                      PRIMARY KEY(key, cdoc)) WITHOUT ROWID;
 CREATE INDEX replaced_cdoc ON replaced(cdoc);
 CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='unicode61 remove_diacritics 2');
 """
@@ -241,18 +244,49 @@ def _catch_up(repo, con: sqlite3.Connection, progress: Progress | None, why: str
     return IndexStatus(path, writer.added, writer.removed, writer.memories, rebuilt=why)
 
 
+def doc_key(oid: str) -> int:
+    """How the index names an object: the first 64 bits of its id, as a signed integer (the
+    whole id is 32 bytes a row; the store finds it again from this prefix). Two of a store's
+    objects sharing them is as likely as a 64-bit hash collision among its events; should it
+    happen, indexing stops with an error rather than confuse them."""
+    return int.from_bytes(bytes.fromhex(oid[:16]), "big", signed=True)
+
+
+def key_prefix(key: int) -> str:
+    return (key & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "big").hex()
+
+
+def full_id(repo, key: int) -> str:
+    """The object a key names (the store's one id with that 16-digit prefix)."""
+    ids = sorted(repo.objects.ids_with_prefix(key_prefix(key)))
+    if len(ids) != 1:
+        raise Unsupported(f"the search index names object {key_prefix(key)}, which is "
+                          f"{'not in the store' if not ids else 'ambiguous'}: run "
+                          f"`ctx search --reindex`")
+    return ids[0]
+
+
 class _Writer:
-    """The rows one catch-up adds and removes, inside the caller's SQLite transaction."""
+    """The rows one catch-up adds and removes, inside the caller's SQLite transaction.
+
+    Rows are buffered and written with executemany after each branch walk; a session first
+    seen in this catch-up cannot share events with the index, so its walk asks SQLite
+    nothing (what import speed depends on)."""
 
     def __init__(self, repo, con: sqlite3.Connection, progress: Progress | None) -> None:
         self.repo, self.con, self.progress = repo, con, progress
         self.added = self.removed = self.memories = 0
-        self._sessions: dict[str, tuple[int, str]] = {}
+        self._sessions: dict[str, tuple[int, str, bool]] = {}
+        self._names: dict[str, int] = {}
+        self._known: dict[int, int] = {}  # key -> row of the docs added by this catch-up
+        self._held: dict[int, set[int]] = {}  # bid -> keys this catch-up made members
+        self._next = (con.execute("SELECT max(rowid) FROM docs").fetchone()[0] or 0) + 1
+        self._rows: dict[str, list[tuple]] = {k: [] for k in _INSERTS}
 
     # -- refs ----------------------------------------------------------------------------------
     def apply(self, old: dict[str, str], new: dict[str, str]) -> None:
         memories_moved = False
-        shrunk: set[int] = set()  # sessions where a branch moved other than forward
+        shrunk: set[int] = set()  # docs of branches that moved other than forward
         for ref in sorted(set(old) | set(new)):
             before, after = old.get(ref), new.get(ref)
             if before == after:
@@ -263,20 +297,21 @@ class _Writer:
             parts = split_branch_ref(ref)
             if not parts:
                 continue
-            sid, _harness = self._session(parts[0])
+            sid, _harness, _fresh = self._session(parts[0])
             bid = self._branch(sid, parts[1])
             if before is not None and (after is None or not self._forward(before, after)):
+                self._flush()
+                shrunk.update(d for (d,) in self.con.execute(
+                    "SELECT doc FROM member WHERE bid = ?", (bid,)))
                 self.con.execute("DELETE FROM member WHERE bid = ?", (bid,))
-                shrunk.add(sid)
+                self._held.pop(bid, None)
             if after is not None:
                 self._walk(parts[0], bid, after)
             else:
                 self.con.execute("DELETE FROM branches WHERE bid = ?", (bid,))
-        for sid in sorted(shrunk):
-            self._drop_unreached(sid)
+        self._drop_unreached(shrunk)
         self.con.execute("DELETE FROM sessions WHERE NOT EXISTS "
                          "(SELECT 1 FROM branches b WHERE b.sid = sessions.sid)")
-        self._sessions.clear()
         if memories_moved:
             self._memories()
 
@@ -286,7 +321,8 @@ class _Writer:
         except CtxError:
             return False  # the old tip is gone (gc): re-walk the branch
 
-    def _session(self, session_id: str) -> tuple[int, str]:
+    def _session(self, session_id: str) -> tuple[int, str, bool]:
+        """(row id, harness, whether this catch-up created the row)."""
         got = self._sessions.get(session_id)
         if got is not None:
             return got
@@ -297,9 +333,11 @@ class _Writer:
             harness = str(sess.origin.get("format") or "ctx")
             cur = self.con.execute("INSERT INTO sessions(id, harness, cwd) VALUES (?, ?, ?)",
                                    (session_id, harness, sess.cwd or ""))
-            row = (cur.lastrowid, harness)
-        self._sessions[session_id] = (row[0], row[1])
-        return row[0], row[1]
+            got = (cur.lastrowid, harness, True)
+        else:
+            got = (row[0], row[1], False)
+        self._sessions[session_id] = got
+        return got
 
     def _branch(self, sid: int, name: str) -> int:
         row = self.con.execute("SELECT bid FROM branches WHERE sid = ? AND name = ?",
@@ -309,55 +347,84 @@ class _Writer:
         return self.con.execute("INSERT INTO branches(sid, name) VALUES (?, ?)",
                                 (sid, name)).lastrowid
 
+    def _name(self, text: str) -> int | None:
+        if not text:
+            return None
+        got = self._names.get(text)
+        if got is None:
+            con = self.con
+            row = con.execute("SELECT id FROM names WHERE text = ?", (text,)).fetchone()
+            got = row[0] if row else con.execute("INSERT INTO names(text) VALUES (?)",
+                                                 (text,)).lastrowid
+            self._names[text] = got
+        return got
+
     # -- events --------------------------------------------------------------------------------
     def _walk(self, session_id: str, bid: int, tip: str) -> None:
         """Every event reachable from TIP that this branch does not hold yet: down to the first
         one it holds (its ancestors are held too)."""
         con, graph = self.con, self.repo.graph
-        sid, harness = self._session(session_id)
+        sid, harness, fresh = self._session(session_id)
+        held = self._held.setdefault(bid, set())
         stack, seen = [tip], set()
         while stack:
             eid = stack.pop()
             if eid in seen:
                 continue
             seen.add(eid)
-            oid = bytes.fromhex(eid)
-            row = con.execute("SELECT rowid FROM docs WHERE oid = ?", (oid,)).fetchone()
-            if row is not None and con.execute("SELECT 1 FROM member WHERE doc = ? AND bid = ?",
-                                               (row[0], bid)).fetchone():
+            key = doc_key(eid)
+            if key in held:
                 continue
+            doc = self._known.get(key)
+            if not fresh and doc is None:
+                row = con.execute("SELECT rowid FROM docs WHERE key = ?", (key,)).fetchone()
+                doc = row[0] if row else None
+                if doc is not None and con.execute(
+                        "SELECT 1 FROM member WHERE doc = ? AND bid = ?", (doc, bid)).fetchone():
+                    continue
             ev = graph.event(eid)
-            doc = row[0] if row is not None else self._add_event(eid, ev, sid, harness)
-            con.execute("INSERT INTO member(doc, bid) VALUES (?, ?)", (doc, bid))
+            if doc is None:
+                doc = self._add_event(key, ev, sid, harness)
+            self._rows["member"].append((doc, bid))
+            held.add(key)
             stack.extend(ev.parents)
+        self._flush()
 
-    def _add_event(self, eid: str, ev, sid: int, harness: str) -> int:
+    def _add_event(self, key: int, ev, sid: int, harness: str) -> int:
         d = event_document(self.repo, ev, harness)
-        doc = self._insert(bytes.fromhex(eid), sid, d, ev.type, _ms(ev.ts))
+        doc = self._add(key, sid, d, ev.type, _ms(ev.ts))
         self.added += 1
         if self.progress is not None and self.added % 5000 == 0:
             self.progress("index", self.added, 0)
         return doc
 
-    def _insert(self, oid: bytes, sid: int | None, d: Document, etype: str, ts: int) -> int:
-        con = self.con
+    def _add(self, key: int, sid: int | None, d: Document, etype: str, ts: int) -> int:
+        rows = self._rows
+        doc, self._next = self._next, self._next + 1
         texted = 1 if d.text.strip() else 0
-        doc = con.execute(
-            "INSERT INTO docs(oid, sid, kind, etype, ts, tool, src_file, src_line, texted) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (oid, sid, d.kind, etype, ts, d.tool or None, d.source_file or None,
-             d.source_line or None, texted)).lastrowid
+        rows["docs"].append((doc, key, sid, _KINDS[d.kind], self._name(etype), ts,
+                             self._name(d.tool), self._name(d.source_file),
+                             d.source_line or None, texted))
+        self._known[key] = doc
         if texted:
-            con.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (doc, d.text))
-        con.executemany("INSERT OR IGNORE INTO files(path, doc) VALUES (?, ?)",
-                        [(p, doc) for p in d.files])
+            rows["fts"].append((doc, d.text))
+        rows["files"].extend((p, doc) for p in d.files)
         if d.compaction:
             cid = bytes.fromhex(d.compaction)
-            con.executemany("INSERT OR IGNORE INTO replaced(oid, cdoc, cid) VALUES (?, ?, ?)",
-                            [(bytes.fromhex(e), doc, cid) for e in d.replaces])
+            rows["replaced"].extend((doc_key(e), doc, cid) for e in d.replaces)
         return doc
 
-    def _delete(self, doc: int, text: str) -> None:
+    def _flush(self) -> None:
+        try:
+            for table, sql in _INSERTS.items():
+                if self._rows[table]:
+                    self.con.executemany(sql, self._rows[table])
+                    self._rows[table].clear()
+        except sqlite3.IntegrityError as exc:
+            raise Unsupported(f"two objects of this store share the first 64 bits of their "
+                              f"ids; `ctx search` cannot index both ({exc})") from None
+
+    def _delete(self, doc: int, key: int, text: str) -> None:
         """Remove one row; a contentless FTS5 row is removed by giving its text again."""
         con = self.con
         if text.strip():
@@ -365,15 +432,21 @@ class _Writer:
         for table, col in (("docs", "rowid"), ("member", "doc"), ("files", "doc"),
                            ("replaced", "cdoc")):
             con.execute(f"DELETE FROM {table} WHERE {col} = ?", (doc,))  # noqa: S608 (fixed names)
+        self._known.pop(key, None)
 
-    def _drop_unreached(self, sid: int) -> None:
-        rows = self.con.execute(
-            "SELECT d.rowid, d.oid, s.harness FROM docs d JOIN sessions s ON s.sid = d.sid "
-            "WHERE d.sid = ? AND NOT EXISTS (SELECT 1 FROM member m WHERE m.doc = d.rowid)",
-            (sid,)).fetchall()
-        for doc, oid, harness in rows:
-            ev = self.repo.graph.event(oid.hex())
-            self._delete(doc, event_document(self.repo, ev, harness, effects=False).text)
+    def _drop_unreached(self, docs: set[int]) -> None:
+        """Remove those of DOCS no branch reaches any more."""
+        self._flush()
+        con = self.con
+        for doc in sorted(docs):
+            row = con.execute(
+                "SELECT d.key, s.harness FROM docs d JOIN sessions s ON s.sid = d.sid "
+                "WHERE d.rowid = ? AND NOT EXISTS (SELECT 1 FROM member m WHERE m.doc = d.rowid)",
+                (doc,)).fetchone()
+            if row is None:
+                continue
+            ev = self.repo.graph.event(full_id(self.repo, row[0]))
+            self._delete(doc, row[0], event_document(self.repo, ev, row[1], effects=False).text)
             self.removed += 1
 
     # -- memories ------------------------------------------------------------------------------
@@ -383,13 +456,26 @@ class _Writer:
         from ..objects.memory import Memory
 
         store = self.repo.objects
-        for doc, oid in self.con.execute(
-                "SELECT rowid, oid FROM docs WHERE kind = 'memory' AND sid IS NULL").fetchall():
-            self._delete(doc, memory_document(store.get_typed(oid.hex(), Memory)).text)
+        for doc, key in self.con.execute(
+                "SELECT rowid, key FROM docs WHERE sid IS NULL").fetchall():
+            mem = store.get_typed(full_id(self.repo, key), Memory)
+            self._delete(doc, key, memory_document(mem).text)
         for rec in live_memories(self.repo):
             ts = _ms(rec.memory.updated or rec.memory.created)
-            self._insert(bytes.fromhex(rec.id), None, memory_document(rec.memory), "Memory", ts)
+            self._add(doc_key(rec.id), None, memory_document(rec.memory), "Memory", ts)
             self.memories += 1
+        self._flush()
+
+
+_KINDS = {k: i for i, k in enumerate(HIT_TYPES)}
+_INSERTS = {
+    "docs": "INSERT INTO docs(rowid, key, sid, kind, etype, ts, tool, src, src_line, texted) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "fts": "INSERT INTO fts(rowid, body) VALUES (?, ?)",
+    "member": "INSERT INTO member(doc, bid) VALUES (?, ?)",
+    "files": "INSERT OR IGNORE INTO files(path, doc) VALUES (?, ?)",
+    "replaced": "INSERT OR IGNORE INTO replaced(key, cdoc, cid) VALUES (?, ?, ?)",
+}
 
 
 def _ms(text: str) -> int:
@@ -414,7 +500,7 @@ def snapshot(repo) -> dict[str, object]:
     index with a fresh --reindex this way)."""
     con = connect(index_path(repo))
     try:
-        oid = dict(con.execute("SELECT rowid, oid FROM docs"))
+        oid = {d: key_prefix(k) for d, k in con.execute("SELECT rowid, key FROM docs")}
         con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, "
                     "'instance')")
         q = con.execute
@@ -422,16 +508,18 @@ def snapshot(repo) -> dict[str, object]:
             "covered": dict(q("SELECT ref, tip FROM covered")),
             "op_head": _meta(con, "op_head"),
             "sessions": sorted(q("SELECT id, harness, cwd FROM sessions")),
-            "docs": sorted((r[0].hex(), *r[1:]) for r in q(
-                "SELECT d.oid, s.id, d.kind, d.etype, d.ts, d.tool, d.src_file, d.src_line, "
-                "d.texted FROM docs d LEFT JOIN sessions s ON s.sid = d.sid")),
-            "member": sorted((r[0].hex(), r[1], r[2]) for r in q(
-                "SELECT d.oid, s.id, b.name FROM member m JOIN docs d ON d.rowid = m.doc "
-                "JOIN branches b ON b.bid = m.bid JOIN sessions s ON s.sid = b.sid")),
-            "files": sorted((p, oid[d].hex()) for p, d in q("SELECT path, doc FROM files")),
-            "replaced": sorted((o.hex(), oid[d].hex(), c.hex()) for o, d, c in q(
-                "SELECT oid, cdoc, cid FROM replaced")),
-            "terms": sorted((t, oid[d].hex(), off) for t, d, off in q(
+            "docs": sorted((key_prefix(r[0]), *r[1:]) for r in q(
+                "SELECT d.key, s.id, d.kind, e.text, d.ts, t.text, f.text, d.src_line, d.texted "
+                "FROM docs d LEFT JOIN sessions s ON s.sid = d.sid "
+                "LEFT JOIN names e ON e.id = d.etype LEFT JOIN names t ON t.id = d.tool "
+                "LEFT JOIN names f ON f.id = d.src")),
+            "member": sorted((oid[d], s, b) for d, s, b in q(
+                "SELECT m.doc, s.id, b.name FROM member m JOIN branches b ON b.bid = m.bid "
+                "JOIN sessions s ON s.sid = b.sid")),
+            "files": sorted((p, oid[d]) for p, d in q("SELECT path, doc FROM files")),
+            "replaced": sorted((key_prefix(k), oid[c], cid.hex()) for k, c, cid in q(
+                "SELECT key, cdoc, cid FROM replaced")),
+            "terms": sorted((t, oid[d], off) for t, d, off in q(
                 "SELECT term, doc, offset FROM temp.vocab")),
         }
     finally:

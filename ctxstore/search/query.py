@@ -12,7 +12,7 @@ import sqlite3
 
 from ..errors import InvalidInput
 from .hits import HIT_TYPES, SearchFilters, SearchHit
-from .index import catch_up, connect, index_path
+from .index import catch_up, connect, full_id, index_path
 from .snippets import make_snippet, query_terms
 
 _TOKEN = re.compile(r'"(?:[^"]|"")*"\*?|\(|\)|[^\s()"]+')
@@ -57,9 +57,9 @@ def _where(f: SearchFilters) -> tuple[list[str], list]:
         if bad:
             raise InvalidInput(f"unknown hit type {bad[0]!r}: use {', '.join(HIT_TYPES)}")
         sql.append(f"d.kind IN ({', '.join('?' * len(f.types))})")
-        args += list(f.types)
+        args += [HIT_TYPES.index(t) for t in f.types]
     if f.tool:
-        sql.append("lower(d.tool) = lower(?)")
+        sql.append("d.tool IN (SELECT id FROM names WHERE lower(text) = lower(?))")
         args.append(f.tool)
     if f.file:
         path = f.file
@@ -88,9 +88,11 @@ def search(repo, query: str, *, limit: int = 20, filters: SearchFilters | None =
     con = connect(index_path(repo))
     try:
         rows = con.execute(
-            "SELECT d.rowid, d.oid, s.id, d.kind, d.etype, d.ts, d.tool, d.src_file, "
+            "SELECT d.rowid, d.key, s.id, d.kind, e.text, d.ts, t.text, f.text, "
             "d.src_line, s.harness, -bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid "
-            "LEFT JOIN sessions s ON s.sid = d.sid WHERE fts MATCH ? "
+            "LEFT JOIN sessions s ON s.sid = d.sid LEFT JOIN names e ON e.id = d.etype "
+            "LEFT JOIN names t ON t.id = d.tool LEFT JOIN names f ON f.id = d.src "
+            "WHERE fts MATCH ? "
             + "".join(f" AND {w}" for w in where) + " ORDER BY bm25(fts) LIMIT ?",
             [match, *args, max(0, int(limit))]).fetchall()
         hits = [_hit(repo, con, row, query) for row in rows]
@@ -107,8 +109,8 @@ def _hit(repo, con: sqlite3.Connection, row: tuple, query: str) -> SearchHit:
     from ..clock import iso_from_ms
     from .documents import event_document, memory_document
 
-    doc, oid, sid, kind, etype, ts, tool, src_file, src_line, harness, score = row
-    oid_hex = oid.hex()
+    doc, key, sid, kind, etype, ts, tool, src_file, src_line, harness, score = row
+    oid_hex = full_id(repo, key)
     if sid is None:
         from ..objects.memory import Memory
 
@@ -120,9 +122,10 @@ def _hit(repo, con: sqlite3.Connection, row: tuple, query: str) -> SearchHit:
             "SELECT b.name FROM member m JOIN branches b ON b.bid = m.bid WHERE m.doc = ?",
             (doc,))]
         branch = "main" if "main" in names else (min(names) if names else None)
-    rep = con.execute("SELECT cid FROM replaced WHERE oid = ? ORDER BY cdoc LIMIT 1",
-                      (oid,)).fetchone()
-    return SearchHit(event=oid_hex, session=sid, branch=branch, type=kind, event_type=etype,
+    rep = con.execute("SELECT cid FROM replaced WHERE key = ? ORDER BY cid LIMIT 1",
+                      (key,)).fetchone()
+    return SearchHit(event=oid_hex, session=sid, branch=branch, type=HIT_TYPES[kind],
+                     event_type=etype,
                      score=round(float(score), 4), snippet=make_snippet(text, query),
                      ts=iso_from_ms(ts) if ts else "", source_file=src_file,
                      source_line=src_line, replaced_by=rep[0].hex() if rep else None,
