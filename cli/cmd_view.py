@@ -36,11 +36,16 @@ from .render import emit_json, short
 @click.option("--redact/--no-redact", "redact", default=None,
               help="Replace secrets in the page (default: on, as in a built context, unless "
                    "the redaction policy turns on_build off); the store is not changed.")
+@click.option("--bookkeeping", is_flag=True,
+              help="Also show the records importers keep from the source "
+                   "(`claude-code:progress`, `system`, ...) and responses with no text, which "
+                   "the page leaves out like `ctx log`.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the page's data (sessions, events, states, bundles) as JSON instead.")
 @click.pass_obj
 def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, serve: bool,
-             host: str, port: int, allow_remote: bool, redact: bool | None, as_json: bool) -> None:
+             host: str, port: int, allow_remote: bool, redact: bool | None, bookkeeping: bool,
+             as_json: bool) -> None:
     """See sessions in a browser: the branch graph, turns with tool calls paired with their
     results, compactions with the exact range they replaced, recorded context bundles ("what the
     model saw"), the projected state at any event, token usage over time; or two branches side
@@ -48,7 +53,8 @@ def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, ser
 
     The file is self-contained (no network, opens from disk); transcript content is shown as
     text, never run, and secrets are replaced by the redaction policy (--no-redact keeps
-    them). `--serve` binds 127.0.0.1, answers only from the store, only to a literal
+    them). Source bookkeeping records and responses with nothing to show are left out, as in
+    `ctx log` (--bookkeeping shows them); a slash command reads as the command typed. `--serve` binds 127.0.0.1, answers only from the store, only to a literal
     loopback Host with its port, and only to the printed URL (it carries a random token).
 
     Keys in the page: j / k next / previous turn, b the branch point, / search sessions. Links
@@ -67,13 +73,13 @@ def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, ser
     if serve:
         if output or as_json:
             raise click.UsageError("--serve takes no -o/--json: it writes nothing")
-        _serve(repo, rev, host, port, allow_remote)
+        _serve(repo, rev, host, port, allow_remote, bookkeeping)
         return
     if host != "127.0.0.1" or allow_remote:
         raise click.UsageError("--host and --allow-remote go with --serve")
     store = model.store_model(repo)
     tgt = export.target(repo, rev, all_sessions, store)
-    data = export.export_data(repo, tgt, store)
+    data = export.export_data(repo, tgt, store, bookkeeping=bookkeeping)
     from ctxstore.porcelain import redact as pr
 
     if pr.view_wants_redaction(repo, tgt.sessions, redact):
@@ -96,14 +102,16 @@ def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, ser
                f"(file://{os.path.abspath(path)}{tgt.start})")
 
 
-def _serve(repo, rev: str | None, host: str, port: int, allow_remote: bool) -> None:
+def _serve(repo, rev: str | None, host: str, port: int, allow_remote: bool,
+           bookkeeping: bool) -> None:
     from ctxstore.viewer.server import ViewerServer
 
     start = ""
     if rev:
         start = export.target(repo, rev).start
     try:
-        server = ViewerServer(repo, host, port, allow_remote=allow_remote, start=start)
+        server = ViewerServer(repo, host, port, allow_remote=allow_remote, start=start,
+                              bookkeeping=bookkeeping)
     except OSError as exc:
         raise CtxError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     click.echo(f"serving {repo.path} at {server.url}{start}  (Ctrl-C stops)")

@@ -281,7 +281,7 @@ def test_corpus_sessions(driver, tmp_path):
         assert _text(driver, "#event-count") == str(len(m["events"])), row["id"]
         assert _text(driver, "#branch-count") == str(len(m["branches"]))
         assert _text(driver, "#turn-count") == str(turns), row["id"]
-        rendered = _count(driver, ".turn")
+        rendered = _count(driver, ".turn:not(.stub)")
         assert rendered == min(turns, 40)
         if turns <= 40:  # every turn drawn: every call on the branch is one pair in the page
             calls = sum("call" in m["events"][j] for j in chain)
@@ -297,3 +297,44 @@ def test_corpus_sessions(driver, tmp_path):
             _shot(driver, "corpus-longest")
         assert console_errors(driver) == [], row["id"]
     repo.close()
+
+
+PI_COMPACTED = "pi/pi-mono_before-compaction_v1-format_genuine.jsonl"
+
+
+def test_every_prompt_of_a_long_session_is_on_the_page(driver, tmp_path):
+    """Issue 30 item 8: the genuine pi session with compactions has more turns than the page
+    draws at once (40); every prompt of the branch is still on the page, each turn outside
+    the window as its prompt, opened by a click. Before: 39 of them (40 turns, the first
+    the session start), the rest only after scrolling to the end."""
+    src = require_corpus() / PI_COMPACTED
+    store = tmp_path / "pi"
+    for args in (["init", str(store)], ["--store", str(store), "import", str(src)]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 0, r.output
+    repo = Repository.open(store)
+    (sid,) = repo.session_ids()
+    m = model.session_model(repo, sid)
+    chain, i = [], m["branches"]["main"]
+    while i is not None:
+        chain.append(i)
+        p = model.row_parents(m["events"], i)
+        i = p[0] if p else None
+    prompts = [m["events"][j]["id"] for j in reversed(chain)
+               if m["events"][j]["t"] == "UserPromptSubmitted"]
+    assert len(prompts) >= 50 and any("k" in m["events"][j] for j in chain)  # compacted
+    path = tmp_path / "pi.html"
+    path.write_text(_page(repo), encoding="utf-8")
+    repo.close()
+    _open(driver, path)
+    assert _count(driver, ".turn:not(.stub)") == 40 < len(prompts)
+    shown = _js(driver, "return Array.from(document.querySelectorAll('#transcript .msg.user'))"
+                        ".map(function (e) { return e.getAttribute('data-event'); })")
+    assert shown == prompts
+    others = _js(driver, "return Array.from(document.querySelectorAll('#transcript .ev.other'))"
+                         ".map(function (e) { return e.textContent; })")
+    assert not [t for t in others if "(no text" in t], others  # no empty-response rows
+    _js(driver, "document.querySelector('#stub-50 button').click()")
+    wait_ready(driver)
+    assert _count(driver, "#turn-50") == 1 and _count(driver, "#stub-50") == 0
+    assert console_errors(driver) == []

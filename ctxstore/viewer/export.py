@@ -95,9 +95,10 @@ def _with_children(session_rows: list[dict[str, Any]], sid: str) -> list[str]:
     return out
 
 
-def export_data(repo: Repository, tgt: Target, store: dict[str, Any] | None = None
-                ) -> dict[str, Any]:
-    """The data of a self-contained page for TGT."""
+def export_data(repo: Repository, tgt: Target, store: dict[str, Any] | None = None, *,
+                bookkeeping: bool = False) -> dict[str, Any]:
+    """The data of a self-contained page for TGT (`bookkeeping`: see model.session_model)."""
     store = store or model.store_model(repo)
     return {**store, "start": tgt.start,
-            "data": {sid: model.session_model(repo, sid) for sid in tgt.sessions}}
+            "data": {sid: model.session_model(repo, sid, bookkeeping=bookkeeping)
+                     for sid in tgt.sessions}}

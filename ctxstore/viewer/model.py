@@ -15,10 +15,12 @@ Strings are copied as they are: escaping is the renderer's job (it uses textCont
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, TypeVar
 
 from ..errors import NotFound
 from ..objects import Artifact, Compaction, Event, Message, thaw
+from ..porcelain.eventfilter import is_bookkeeping, visible_parents
 from ..porcelain.history import _text_preview  # the artifact text `ctx show` previews
 from ..porcelain.listing import session_entries
 from ..repo import Repository
@@ -95,6 +97,8 @@ def _message(repo: Repository, mid: str) -> Message | None:
 def _block(b: dict[str, Any]) -> dict[str, Any]:
     """A message block for the page: long texts cut (with their full length)."""
     out = dict(b)
+    if out.get("type") == "text" and isinstance(out.get("text"), str):
+        out["text"] = slash_command(out["text"])
     for key in ("text", "preview"):
         if isinstance(out.get(key), str):
             out[key], n = _cut(out[key])
@@ -138,7 +142,7 @@ def _summary(ev: Event, msg: Message | None, harness: str) -> str:
         n = p.get("summarized_events", "?")
         return f"summarized {n} events: {p.get('tokens_before')} → {p.get('tokens_after')} tokens"
     if msg is not None and msg.text:
-        return _first_line(msg.text)
+        return _first_line(slash_command(msg.text))
     if ev.type == "ModelResponseReceived" and not (isinstance(p.get("text"), str) and p["text"]):
         stop = p.get("stop_reason")
         return f"(no text{'; stop: ' + str(stop) if stop else ''})"
@@ -150,9 +154,57 @@ def _summary(ev: Event, msg: Message | None, harness: str) -> str:
             return _first_line(f"{key}: {', '.join(sorted(str(k) for k in value.keys()))}")
     for key in ("text", "title", "path", "name", "verifier", "summary", "goal", "status"):
         if isinstance(p.get(key), str) and p[key]:
-            return _first_line(f"{p[key]}")
+            return _first_line(slash_command(p[key]) if key == "text" else p[key])
     keys = ", ".join(sorted(str(k) for k in p)[:6])
     return f"{{{keys}}}" if keys else ""
+
+
+_COMMAND_TAGS = re.compile(r"<(command-name|command-message|command-args)>(.*?)</\1>", re.DOTALL)
+
+
+def slash_command(text: str) -> str:
+    """TEXT with Claude Code's slash-command markup (`<command-name>/review</command-name>`,
+    `<command-message>`, `<command-args>src</command-args>`) shown as the command the user
+    typed: "/review src". Other text is returned as it is."""
+    if "<command-name>" not in text:
+        return text
+    parts: dict[str, str] = {}
+    for m in _COMMAND_TAGS.finditer(text):
+        parts.setdefault(m.group(1), " ".join(m.group(2).split()))
+    name = parts.get("command-name", "")
+    if not name:
+        return text
+    command = (name if name.startswith("/") else "/" + name) + (
+        f" {parts['command-args']}" if parts.get("command-args") else "")
+    rest = _COMMAND_TAGS.sub("", text).strip()
+    return f"{command}\n\n{rest}" if rest else command
+
+
+def _noise(ev: Event, msg: Message | None) -> bool:
+    """A model response that says nothing itself: no text, no thinking, no image — only the
+    tool calls that follow it as their own events (the page drew it as a "(no text)" row)."""
+    if ev.type != "ModelResponseReceived" or (isinstance(ev.payload.get("text"), str)
+                                              and ev.payload["text"]):
+        return False
+    return msg is None or all(getattr(b, "KIND", "") == "tool_call" or
+                              (getattr(b, "KIND", "") == "text" and not b.text)
+                              for b in msg.blocks)
+
+
+def _hidden(repo: Repository, events: list[tuple[str, Event]], keep: set[str]) -> set[str]:
+    """The events the page leaves out by default: source bookkeeping (as `ctx log` hides it)
+    and responses with nothing to show; never one in KEEP (the branch tips)."""
+    out = set()
+    for eid, ev in events:
+        if eid in keep:
+            continue
+        if is_bookkeeping(ev):
+            out.add(eid)
+        elif ev.type == "ModelResponseReceived":
+            mid = ev.causality.get("message_id")
+            if _noise(ev, _message(repo, mid) if isinstance(mid, str) else None):
+                out.add(eid)
+    return out
 
 
 def _compaction(repo: Repository, cid: str, index: dict[str, int], event_id: str,
@@ -260,17 +312,27 @@ def state_dict(state: AgentState) -> dict[str, Any]:
 
 
 def session_model(repo: Repository, session_id: str, *, states: str = "auto",
-                  embed_artifacts: bool = True) -> dict[str, Any]:
+                  embed_artifacts: bool = True, bookkeeping: bool = False) -> dict[str, Any]:
     """One session for the page. `states`: "all" (every event's state, deduplicated), "turns"
     (state at turn ends and branch tips), "none" (the server projects on demand) or "auto"
-    ("all" up to ALL_STATES_LIMIT events, else "turns")."""
+    ("all" up to ALL_STATES_LIMIT events, else "turns").
+
+    Without `bookkeeping`, source bookkeeping events and responses with nothing to show are
+    left out, as `ctx log` leaves them out: each row's parents are its nearest shown
+    ancestors, states are still folded over every event, and a hidden response's token usage
+    goes to the next shown event of its line. `hidden` counts what was left out."""
     sess = repo.session(session_id)
     branches = repo.branches(session_id)
     if not branches:
         raise NotFound(f"session {session_id[:12]} has no branches")
     harness = sess.origin.get("format") if isinstance(sess.origin.get("format"), str) else ""
-    newest_first = _session_events(repo, list(branches.values()))
-    layout = lanes([(eid, ev.parents) for eid, ev in newest_first])
+    walked = _session_events(repo, list(branches.values()))
+    hidden = set() if bookkeeping else _hidden(repo, walked, set(branches.values()))
+    shown_parents: dict[str, tuple[str, ...]] = {}
+    if hidden:
+        shown_parents, _ = visible_parents(walked, {e for e, _ev in walked} - hidden)
+    newest_first = [(eid, ev) for eid, ev in walked if eid not in hidden]
+    layout = lanes([(eid, shown_parents.get(eid, ev.parents)) for eid, ev in newest_first])
     events = list(reversed(newest_first))
     index = {eid: i for i, (eid, _ev) in enumerate(events)}
     if states == "auto":
@@ -295,7 +357,7 @@ def session_model(repo: Repository, session_id: str, *, states: str = "auto",
                                      "blocks": [_block(b.to_dict()) for b in msg.blocks]}
             else:
                 msg = _message(repo, mid)
-        parents = [index[p] for p in ev.parents if p in index]
+        parents = [index[p] for p in shown_parents.get(eid, ev.parents) if p in index]
         for p in parents:
             children.setdefault(p, []).append(i)
         row: dict[str, Any] = {"id": eid, "t": ev.type, "a": ev.actor, "ts": ev.ts,
@@ -319,7 +381,9 @@ def session_model(repo: Repository, session_id: str, *, states: str = "auto",
             rows[req].setdefault("results", []).append(i)
         rows.append(row)
     _call_status(rows, events)
-    state_values = _project_states(repo, rows, events, states, branches, index) \
+    if hidden:
+        _usage_of_hidden(rows, walked, hidden, index)
+    state_values = _project_states(repo, rows, list(reversed(walked)), states, branches, index) \
         if states != "none" else None
     _compact_rows(rows, children)
     return {"id": session_id, "title": sess.title, "format": harness or "native", "cwd": sess.cwd,
@@ -327,7 +391,7 @@ def session_model(repo: Repository, session_id: str, *, states: str = "auto",
             "spawn_event": sess.spawn_event, "branches": {n: index[t] for n, t in branches.items()},
             "events": rows, "messages": messages, "artifacts": artifacts,
             "compactions": compactions, "bundles": bundles, "states": state_values,
-            "states_mode": states,
+            "states_mode": states, "hidden": len(hidden),
             "children": {str(k): v for k, v in children.items() if len(v) > 1}}
 
 
@@ -359,11 +423,9 @@ def _payload_extras(repo: Repository, row: dict[str, Any], ev: Event, index: dic
                     compactions: dict, bundles: dict, artifacts: dict, embed: bool,
                     projector: Projector) -> None:
     p = ev.payload
-    if isinstance(p.get("usage"), dict):
-        u = normalize_usage(thaw(p["usage"]))
-        row["u"] = [u["input"], u["output"]]
-    elif ev.type == "ContextBuilt" and isinstance(p.get("used_tokens"), int):
-        row["u"] = [p["used_tokens"], 0]
+    u = _usage(ev)
+    if u is not None:
+        row["u"] = u
     def link(field: str, table: dict, key: str, build) -> None:
         """row[key] = the id the event's causality names under FIELD, once TABLE holds it."""
         oid = ev.causality.get(field)
@@ -383,6 +445,36 @@ def _payload_extras(repo: Repository, row: dict[str, Any], ev: Event, index: dic
             and "m" not in row and p:
         text = json.dumps(_jsonable(p), ensure_ascii=False, separators=(",", ":"))
         row["pl"], n = _cut(text, TEXT_LIMIT)  # the page indents it when it is whole JSON
+
+
+def _usage(ev: Event) -> list[int] | None:
+    """[input, output] tokens the event reports (a response's usage, a built context's size)."""
+    p = ev.payload
+    if isinstance(p.get("usage"), dict):
+        u = normalize_usage(thaw(p["usage"]))
+        return [u["input"], u["output"]]
+    if ev.type == "ContextBuilt" and isinstance(p.get("used_tokens"), int):
+        return [p["used_tokens"], 0]
+    return None
+
+
+def _usage_of_hidden(rows: list[dict[str, Any]], walked: list[tuple[str, Event]],
+                     hidden: set[str], index: dict[str, int]) -> None:
+    """A hidden response's usage goes to the first shown event after it on its first-parent
+    line, unless that one reports its own (Claude Code repeats one API call's usage on each
+    record of the response: counting it twice would double the chart)."""
+    next_of: dict[str, str] = {}
+    for eid, ev in reversed(walked):  # oldest first: the first child on a line wins
+        if ev.parents:
+            next_of.setdefault(ev.parents[0], eid)
+    for eid, ev in walked:
+        if eid not in hidden or (u := _usage(ev)) is None:
+            continue
+        cur = next_of.get(eid)
+        while cur is not None and cur in hidden:
+            cur = next_of.get(cur)
+        if cur is not None and "u" not in rows[index[cur]]:
+            rows[index[cur]]["u"] = u
 
 
 def _call_status(rows: list[dict[str, Any]], events: list[tuple[str, Event]]) -> None:
@@ -427,8 +519,9 @@ def _line_from(first_child: dict[int, int], start: int) -> list[int]:
 def _project_states(repo: Repository, rows: list[dict[str, Any]], events: list[tuple[str, Event]],
                     mode: str, branches: dict[str, str], index: dict[str, int]
                     ) -> dict[str, Any]:
-    """Fold every event onto its first parent's state (oldest first, so parents come first)
-    and keep the states the mode asks for; rows get `si` (their state's index)."""
+    """Fold every event (EVENTS: all of them oldest first, hidden ones too, so a state is
+    what `ctx state` says) onto its first parent's state, and keep the states the mode asks
+    for; the rows of shown events get `si` (their state's index)."""
     table = _States()
     wanted: set[int] | None = None
     if mode == "turns":
@@ -436,26 +529,26 @@ def _project_states(repo: Repository, rows: list[dict[str, Any]], events: list[t
         for r in rows:
             if r["t"] == "UserPromptSubmitted":
                 wanted.update(r["p"][:1])
-    states: dict[int, AgentState] = {}
-    refcount = [0] * len(rows)
-    for r in rows:
-        if r["p"]:
-            refcount[r["p"][0]] += 1
+    states: dict[str, AgentState] = {}
+    refcount: dict[str, int] = {}
+    for _eid, ev in events:
+        if ev.parents:
+            refcount[ev.parents[0]] = refcount.get(ev.parents[0], 0) + 1
 
     def lookup(mid: str) -> Message | None:
         return _message(repo, mid)
 
-    for i, (eid, ev) in enumerate(events):
-        start = states.get(rows[i]["p"][0]) if rows[i]["p"] else None
-        if rows[i]["p"]:
-            parent = rows[i]["p"][0]
+    for eid, ev in events:
+        parent = ev.parents[0] if ev.parents else None
+        start = states.get(parent) if parent is not None else None
+        if parent is not None and parent in refcount:
             refcount[parent] -= 1
             if refcount[parent] == 0:
                 states.pop(parent, None)  # no other child needs it: keep memory flat
         state = fold(start if start is not None else AgentState(), eid, ev, lookup)
-        if refcount[i]:
-            states[i] = state
-        if wanted is None or i in wanted:
+        if refcount.get(eid):
+            states[eid] = state
+        i = index.get(eid)
+        if i is not None and (wanted is None or i in wanted):
             rows[i]["si"] = table.add(state)
     return table.to_dict()
-

@@ -77,9 +77,10 @@ class ViewerServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, repo: Repository, host: str, port: int, allow_remote: bool = False,
-                 start: str = "") -> None:
+                 start: str = "", bookkeeping: bool = False) -> None:
         check_bind(host, allow_remote)
         self.repo = repo
+        self.bookkeeping = bookkeeping  # show source bookkeeping (model.session_model)
         self.allow_remote = allow_remote
         self.start_route = start
         self.lock = threading.Lock()  # the repository's caches are not made for threads
@@ -122,8 +123,9 @@ class ViewerServer(ThreadingHTTPServer):
             if kind == "session":
                 sid = self.repo.resolve_session(ident)
                 if sid not in self.session_cache:
-                    self.session_cache[sid] = model.session_model(self.repo, sid, states="none",
-                                                                  embed_artifacts=False)
+                    self.session_cache[sid] = model.session_model(
+                        self.repo, sid, states="none", embed_artifacts=False,
+                        bookkeeping=self.bookkeeping)
                 return self.session_cache[sid]
             if kind == "state":
                 eid = resolve_event(self.repo, ident)

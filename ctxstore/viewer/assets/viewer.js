@@ -439,20 +439,23 @@
     to = Math.min(V.turns.length, to == null ? from + TURN_PAGE : to);
     box.textContent = '';
     V.from = from; V.to = from;
-    if (from > 0) box.appendChild(h('div', { class: 'more', id: 'more-before' }, h('button', { onclick: function () { renderTurns(Math.max(0, V.from - TURN_PAGE), V.to); } }, 'show ' + Math.min(from, TURN_PAGE) + ' earlier turns')));
+    if (from > 0) {
+      box.appendChild(stubs('stubs-before', 0, from));
+      box.appendChild(h('div', { class: 'more', id: 'more-before' }, h('button', { onclick: function () { renderTurns(Math.max(0, V.from - TURN_PAGE), V.to); } }, 'show ' + Math.min(from, TURN_PAGE) + ' earlier turns')));
+    }
     var list = h('div', { id: 'turns' });
     box.appendChild(list);
     appendTurns(to);
   }
   function appendTurns(to) {
     var list = document.getElementById('turns');
-    var old = document.getElementById('more-after');
-    if (old) old.remove();
+    ['more-after', 'stubs-after'].forEach(function (id) { var old = document.getElementById(id); if (old) old.remove(); });
     for (var k = V.to; k < to; k++) list.appendChild(turnEl(k));
     V.to = to;
     if (to < V.turns.length) {
       var more = h('div', { class: 'more', id: 'more-after' }, h('button', { onclick: function () { appendTurns(Math.min(V.turns.length, V.to + TURN_PAGE)); } }, 'show more turns (' + (V.turns.length - to) + ' left)'));
       list.parentNode.appendChild(more);
+      list.parentNode.appendChild(stubs('stubs-after', to, V.turns.length));
       if (window.IntersectionObserver) {
         var io = new IntersectionObserver(function (es) {
           if (es[0].isIntersecting) { io.disconnect(); appendTurns(Math.min(V.turns.length, V.to + TURN_PAGE)); }
@@ -461,11 +464,28 @@
       }
     }
   }
+  function turnTitle(k) {
+    var first = V.S.events[V.turns[k].start];
+    return 'Turn ' + (k + 1) + ' · ' + (first.t === 'UserPromptSubmitted' ? firstLine(first.s, 90) : first.t);
+  }
+  // the turns outside the drawn window still show their prompt, so every prompt of the branch
+  // is on the page (a turn's other events are drawn when it is opened or scrolled to)
+  function stubs(id, from, to) {
+    var box = h('div', { id: id });
+    for (var k = from; k < to; k++) box.appendChild(stubEl(k));
+    return box;
+  }
+  function stubEl(k) {
+    var S = V.S, t = V.turns[k];
+    var el = h('section', { class: 'turn stub', 'data-turn': k, id: 'stub-' + k }, h('h3', null, turnTitle(k)));
+    if (S.events[t.start].t === 'UserPromptSubmitted') add(el, eventEl(S, t.start, {}));
+    var rest = t.events.length - (S.events[t.start].t === 'UserPromptSubmitted' ? 1 : 0);
+    if (rest > 0) el.appendChild(h('p', { class: 'muted' }, h('button', { onclick: function () { gotoTurn(k); } }, 'show this turn (' + num(rest) + ' more events)')));
+    return el;
+  }
   function turnEl(k) {
     var S = V.S, t = V.turns[k];
-    var first = S.events[t.start];
-    var title = first.t === 'UserPromptSubmitted' ? 'Turn ' + (k + 1) + ' · ' + firstLine(first.s, 90) : 'Turn ' + (k + 1) + ' · ' + first.t;
-    var el = h('section', { class: 'turn' + (V.turn === k ? ' cur' : ''), 'data-turn': k, id: 'turn-' + k }, h('h3', null, title));
+    var el = h('section', { class: 'turn' + (V.turn === k ? ' cur' : ''), 'data-turn': k, id: 'turn-' + k }, h('h3', null, turnTitle(k)));
     var shown = {};
     t.events.forEach(function (i) { var e = eventEl(S, i, shown); if (e) el.appendChild(e); });
     return el;
