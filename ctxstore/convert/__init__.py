@@ -34,8 +34,33 @@ TARGETS: dict[str, str] = {
     "gemini": "ctxstore.convert.gemini",
 }
 
-#: The first line / metadata key every writer records provenance under.
-PROVENANCE_KEY = "ctxstore"
+#: The key every writer records provenance under (a `ctxstore` key at the top of a record
+#: would make the file look like ctxstore's neutral JSONL to `ctx import`'s detection).
+PROVENANCE_KEY = "ctxstoreProvenance"
+
+
+def import_link(repo: Any, provenance: Any) -> dict[str, Any]:
+    """The session fields an importer gives a file ctxstore converted (its provenance under
+    PROVENANCE_KEY: a map, or the `ctxstore://SESSION/EVENT` uri): the link to the source
+    session kept in `origin[PROVENANCE_KEY]`, and, when
+    that session is in REPO, a fork of it (`kind` "fork", `parent_session`, `spawn_event` =
+    the event converted up to) instead of an unrelated session."""
+    if isinstance(provenance, str) and provenance.startswith("ctxstore://"):
+        sid, _, eid = provenance[len("ctxstore://"):].partition("/")
+        provenance = {"uri": provenance, "session": sid, "event": eid.split("#", 1)[0]}
+    if not isinstance(provenance, dict):
+        return {}
+    link = {k: provenance[k] for k in ("uri", "session", "branch", "event")
+            if isinstance(provenance.get(k), str)}
+    if not link:
+        return {}
+    out: dict[str, Any] = {"origin": {PROVENANCE_KEY: link}}
+    sid, eid = link.get("session", ""), link.get("event", "")
+    if sid and sid in repo.objects and repo.objects.type_of(sid) == "session":
+        out.update(kind="fork", parent_session=sid)
+        if eid and eid in repo.objects:
+            out["spawn_event"] = eid
+    return out
 
 
 class UnverifiedVersion(InvalidInput):
@@ -102,4 +127,4 @@ def target(name: str) -> ModuleType:
 
 
 __all__ = ["TARGETS", "ConversionReport", "Entry", "Image", "Transcript", "UnverifiedVersion",
-           "Writer", "read_transcript", "result_text", "target", "PROVENANCE_KEY"]
+           "Writer", "import_link", "read_transcript", "result_text", "target", "PROVENANCE_KEY"]

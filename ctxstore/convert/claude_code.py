@@ -15,7 +15,8 @@ logicalParentUuid the entry before) and an `isCompactSummary` user record, exact
 Claude Code writes its own. Thinking is kept only when an Anthropic model produced it with a
 signature (the API rejects anything else sent back); the rest is dropped and counted.
 
-The first line is a `ctxstore-provenance` record (Claude Code and the SDK skip record types
+The last line is a `summary` record (the title Claude Code's picker shows) for the chosen
+leaf. The first line is a `ctxstore-provenance` record (Claude Code and the SDK skip record types
 they do not know): the ctxstore session, branch and event this file was converted from, which
 `ctx import` reads to link the file back to its source session.
 """
@@ -281,11 +282,19 @@ def write(transcript: Transcript, out: BinaryIO) -> ConversionReport:
     w.emit(_provenance(transcript, sid))
     entries = tree_order(transcript)
     w.write_all(entries)
+    # the title Claude Code's picker shows (a session without any prompt is listed too)
+    w.emit({"type": "summary", "summary": _title(transcript),
+            "leafUuid": (w.uuid(transcript.leaf) or None) if transcript.leaf else None})
     forks = sum(max(0, n - 1) for n in _fanout(entries).values())
     report.branches_kept = forks
     report.subagents = len(transcript.subagents)
     out.writelines(w.lines)
     return report
+
+
+def _title(t: Transcript) -> str:
+    first = next((p for p in t.prompts(t.path()) if p.strip()), "")
+    return (t.title or first.strip().split("\n", 1)[0] or f"ctxstore session {t.session[:12]}")[:200]
 
 
 def _fanout(entries: list[Entry]) -> dict[str, int]:

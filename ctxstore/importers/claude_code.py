@@ -15,6 +15,10 @@ led to another typed request starts a branch, and the line holding the last reco
 Subagents become child sessions (kind "subagent") linked to the spawning Task/Agent call:
 inline sidechains (1.0.x) grouped by their root, `agent-*.jsonl` files beside the session
 (2.0.x) and `<session>/subagents/agent-*.jsonl` + `.meta.json` (2.1.x).
+
+A file ctxstore converted (`ctx resume` / `ctx export --format claude-code`) starts with a
+`ctxstore-provenance` record: the import is then a fork of the session it came from (see
+ctxstore.convert.import_link), not an unrelated session.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonparse
+from ..convert import PROVENANCE_KEY, import_link
 from ..state.prompts import SKIP, classify_prompt, prompt_text, title_of
 from .claude_map import FMT, FileState, content_text, is_prompt, map_record
 from .common import MALFORMED, ImportContext, SessionBuilder, good_ts, iter_jsonl, peek_jsonl
@@ -36,6 +41,7 @@ KNOWN_TYPES = frozenset({
     "queue-operation", "permission-mode", "last-prompt", "mode", "agent-name", "custom-title",
     "ai-title", "frame-link", "pr-link", "started", "result", "relocated", "worktree-state",
     "bridge-session", "atis-latch",
+    "ctxstore-provenance",  # the first line of a file ctxstore converted (ctxstore/convert)
 })
 
 
@@ -56,6 +62,8 @@ def _head_of(records: Iterable[Any], out: dict[str, Any] | None = None) -> dict[
     for rec in records:
         if not isinstance(rec, dict):
             continue
+        if rec.get("type") == "ctxstore-provenance" and "provenance" not in out:
+            out["provenance"] = rec.get(PROVENANCE_KEY)
         if not out["session"] and isinstance(rec.get("sessionId"), str):
             out["session"] = rec["sessionId"]
         snap = rec.get("snapshot") if isinstance(rec.get("snapshot"), dict) else {}
@@ -414,8 +422,10 @@ class ClaudeFile:
         common = dict(fmt=FMT, file=self.name, source_id=source, ts=head["ts"], cwd=head["cwd"],
                       title=head["title"])
         if not is_agent_file(self.path):
-            return SessionBuilder(self.ctx, nonce=source, origin={"format": FMT, "id": source},
-                                  **common)
+            # a file ctx resume/export wrote links back to the session it came from
+            link = import_link(self.ctx.repo, head.get("provenance"))
+            origin = {"format": FMT, "id": source, **link.pop("origin", {})}
+            return SessionBuilder(self.ctx, nonce=source, origin=origin, **link, **common)
         agent = head["agent"] or self.path.stem[len("agent-"):]
         meta = self.meta()
         parent = self.ctx.find_session(FMT, source)

@@ -7,7 +7,9 @@ for the UI and is kept as metadata events (`codex:event_msg`). Tool calls pair b
 across `function_call`, `custom_tool_call` and `tool_search_call` and their outputs.
 A `compacted` line becomes a Compaction over the events since the previous one; its
 `replacement_history` stays in the record. The first `session_meta` names the session and its
-fork (`forked_from_id`) or subagent (`source.subagent.thread_spawn.parent_thread_id`) link.
+fork (`forked_from_id`) or subagent (`source.subagent.thread_spawn.parent_thread_id`) link,
+or, in a rollout ctxstore converted, the ctxstore session it came from (its `ctxstore` key:
+the import is then a fork of that session, see ctxstore.convert.import_link).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..convert import PROVENANCE_KEY, import_link
 from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from ..state.prompts import prompt_text, title_of
 from .common import (
@@ -97,10 +100,14 @@ def open_file(ctx: ImportContext, path: Path) -> Rollout:
     if parent_src and not parent:
         ctx.report.notes.append(f"{path.name}: parent thread {parent_src} not imported; "
                                 f"link kept in the session origin only")
+    # a rollout ctx resume/export wrote links back to the session it came from
+    link = {} if parent_src else import_link(ctx.repo, meta.get(PROVENANCE_KEY))
     b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
                        ts=meta.get("timestamp") or first_ts, nonce=source,
-                       origin={"format": FMT, "id": source, **links}, kind=kind,
-                       parent_session=parent, cwd=str(meta.get("cwd") or ""), title=title)
+                       origin={"format": FMT, "id": source, **links, **link.pop("origin", {})},
+                       kind=link.pop("kind", kind), parent_session=link.pop("parent_session", parent),
+                       spawn_event=link.pop("spawn_event", ""), cwd=str(meta.get("cwd") or ""),
+                       title=title)
     return Rollout(b)
 
 
