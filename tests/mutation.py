@@ -49,6 +49,17 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".mutation"
 COPY = ("ctxstore", "cli", "tests", "docs", "benchmarks", "pyproject.toml", "setup.py", "README.md")
 
+def _in(package: str, *names: str) -> list[str]:
+    """Module paths as mutmut sees them in the scratch copy: ctxstore/<package>/<name>."""
+    return [f"ctxstore/{package}/{n}" for n in names]
+
+
+def _source(module: str) -> Path:
+    """The repository file a scratch-copy module path comes from (cli/ sits at the root)."""
+    return ROOT / module.removeprefix("ctxstore/") if module.startswith("ctxstore/cli/") \
+        else ROOT / module
+
+
 #: group -> (modules to mutate, the tests that check them)
 GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "refs": (["ctxstore/refs/files.py", "ctxstore/refs/names.py", "ctxstore/refs/base.py"],
@@ -56,7 +67,8 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
               "tests/test_write_ordering.py"]),
     "store": (["ctxstore/store/pack.py", "ctxstore/store/packstore.py",
                "ctxstore/store/packwriter.py", "ctxstore/store/packindex.py",
-               "ctxstore/store/packconsolidate.py"],
+               "ctxstore/store/packconsolidate.py", "ctxstore/store/bodyqueue.py",
+               "ctxstore/store/writerlock.py"],
               ["tests/test_store_pack.py", "tests/test_store_partial_index.py",
                "tests/test_bulk_append.py", "tests/test_strictness.py",
                "tests/test_store_writers.py", "tests/test_index_prefix.py",
@@ -64,7 +76,8 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
                "tests/test_packstore_details.py", "tests/test_pack_writer.py",
                "tests/test_pack_file.py",
                "tests/test_durability_crash.py", "tests/test_crash.py",
-               "tests/test_batch_crash.py"]),
+               "tests/test_batch_crash.py", "tests/test_manager_batch.py",
+               "tests/test_concurrency.py", "tests/test_store_visibility.py"]),
     "gc": (["ctxstore/maintenance/gc.py", "ctxstore/store/repack.py", "ctxstore/store/gclock.py"],
            ["tests/test_gc.py", "tests/test_gc_details.py", "tests/test_gclock.py",
             "tests/test_cli_maintenance.py", "tests/test_gc_repack_rules.py",
@@ -89,6 +102,103 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "tool-effects": (["ctxstore/state/effects.py", "ctxstore/state/tools.py"],
                      ["tests/test_tool_semantics.py", "tests/test_state_from_transcripts.py",
                       "tests/test_state_fold.py", "tests/test_tool_effects_rules.py"]),
+    # -- issue 35: the modules users touch most ---------------------------------------------
+    "state": (_in("state", "folds.py", "projector.py"),
+              ["tests/test_state_fold.py", "tests/test_state_project.py",
+               "tests/test_state_from_transcripts.py", "tests/test_projection_cache.py",
+               "tests/test_open_calls.py", "tests/test_approvals.py",
+               "tests/test_ctx29_item2_merge_carries_state.py", "tests/test_ctx29_item3_state_text.py",
+               "tests/test_tool_semantics.py", "tests/test_cli_context.py"]),
+    "context": (_in("context", "compile.py", "adapters.py"),
+                ["tests/test_adapters.py", "tests/test_invariants_context.py",
+                 "tests/test_context_current_request.py", "tests/test_compaction.py",
+                 "tests/test_context_candidates.py", "tests/test_budget_fill.py",
+                 "tests/test_cli_context.py", "tests/test_subagents.py",
+                 "tests/test_ctx29_item1_compaction_rule.py", "tests/test_retrieval.py"]),
+    "importers-claude-code": (_in("importers", "claude_code.py", "claude_map.py",
+                                  "claude_summary.py"),
+                              ["tests/test_tokens_and_chain.py",
+                               "tests/test_claude_code_rewind_place.py", "tests/test_idtable.py",
+                               "tests/test_claude_index.py", "tests/test_import_extend.py",
+                               "tests/test_ctx29_item5_slash_commands.py",
+                               "tests/test_ctx29_item7_summary_files.py",
+                               "tests/test_import_head.py", "tests/test_import_bad_input.py",
+                               "tests/test_hostile_transcript.py", "tests/test_subagents.py",
+                               "tests/test_state_from_transcripts.py", "tests/test_import_corpus.py"]),
+    "importers-codex": (_in("importers", "codex.py"),
+                        ["tests/test_ctx29_item4_codex_prompts.py", "tests/test_tokens_and_chain.py",
+                         "tests/test_state_from_transcripts.py", "tests/test_import_bad_input.py",
+                         "tests/test_ctx29_item6_session_tokens.py", "tests/test_import_corpus.py"]),
+    "importers-pi": (_in("importers", "pi.py"),
+                     ["tests/test_state_from_transcripts.py", "tests/test_tokens_and_chain.py",
+                      "tests/test_import_bad_input.py", "tests/test_ctx29_item6_session_tokens.py",
+                      "tests/test_import_corpus.py"]),
+    **{f"importers-{h}": (_in("importers", f"{h}.py"), [f"tests/test_import_{h}.py"])
+       for h in ("gemini", "qwen", "copilot", "opencode", "cursor", "goose", "aider", "cline")},
+    "importers-common": (_in("importers", "common.py", "neutral.py", "detect.py", "records.py",
+                             "idtable.py", "sqlitesource.py", "harnesses.py", "export.py"),
+                         ["tests/test_export.py", "tests/test_records_reduce.py",
+                          "tests/test_idtable.py", "tests/test_import_head.py",
+                          "tests/test_import_bad_input.py", "tests/test_cli_import.py",
+                          "tests/test_cli_import_exits.py", "tests/test_import_aider.py",
+                          "tests/test_import_cline.py", "tests/test_import_gemini.py",
+                          "tests/test_import_opencode.py", "tests/test_import_cursor.py",
+                          "tests/test_import_goose.py"]),
+    "importers-live": (_in("importers", "live.py", "follow.py")
+                       + _in("integrations/claude_code", "hook.py", "fastpath.py", "seen.py",
+                             "settings.py", "doctor.py"),
+                       ["tests/test_import_follow.py", "tests/test_hooks_async.py",
+                        "tests/test_claude_code_hooks.py", "tests/test_hooks_settings.py",
+                        "tests/test_hostile_hook.py", "tests/test_claude_code_docs.py"]),
+    "gitbridge": (_in("gitbridge", "credentials.py", "fetch.py", "localpush.py", "mirror.py",
+                      "netenv.py", "push.py", "remotes.py", "sendset.py", "tracking.py",
+                      "transport.py"),
+                  ["tests/test_remote.py", "tests/test_remote_crash.py",
+                   "tests/test_remote_credentials.py", "tests/test_remote_https.py",
+                   "tests/test_remote_ssh.py", "tests/test_hostile_remote.py",
+                   "tests/test_hostile_remote_manifest.py", "tests/test_push_redact.py",
+                   "tests/test_clone_head.py"]),
+    "workspace": (_in("workspace", "auto.py", "closure.py", "contain.py", "filediff.py",
+                      "gitdb.py", "imported.py", "restore.py", "snapshot.py", "stored.py",
+                      "trees.py"),
+                  ["tests/test_workspace.py", "tests/test_hostile_restore.py",
+                   "tests/test_restore_ignored_conflict.py", "tests/test_undo_restore.py",
+                   "tests/test_init_git.py"]),
+    "redaction": (_in("redaction", "detect.py", "policy.py", "purge.py", "pushmap.py",
+                      "rewrite.py", "sensitivity.py", "views.py"),
+                  ["tests/test_redaction.py", "tests/test_push_redact.py",
+                   "tests/test_view_redaction.py"]),
+    "memory": (_in("memory", "governance.py", "log.py", "review.py", "scopes.py"),
+               ["tests/test_memory.py", "tests/test_hostile_memory.py", "tests/test_retrieval.py"]),
+    "viewer": (_in("viewer", "checks.py", "export.py", "graph.py", "model.py", "page.py",
+                   "server.py"),
+               ["tests/test_viewer.py", "tests/test_viewer_title_escape.py",
+                "tests/test_hostile_serve.py",
+                "tests/test_view_redaction.py"]),
+    "porcelain": (_in("porcelain", "branches.py", "compaction.py", "context.py", "demo.py",
+                      "eventfilter.py", "history.py", "initialize.py", "inputs.py", "listing.py",
+                      "oplog.py", "redact.py", "resume.py", "search.py", "session_meta.py",
+                      "sessions.py", "transfer.py", "workspace.py"),
+                  ["tests/test_cli_everyday.py", "tests/test_cli_history.py",
+                   "tests/test_cli_reading.py", "tests/test_cli_session.py",
+                   "tests/test_cli_sessions.py", "tests/test_cli_transfer.py",
+                   "tests/test_cli_context.py", "tests/test_undo_output.py",
+                   "tests/test_undo_restore.py", "tests/test_grep_json_exit.py",
+                   "tests/test_search.py", "tests/test_oplog_machine.py"]),
+    # cli/ is copied into the scratch copy's package as ctxstore/cli (see _fresh)
+    "cli": (_in("cli", *[p.name for p in sorted((ROOT / "cli").glob("*.py"))
+                         if p.name not in ("__init__.py", "__main__.py")]),
+            [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").glob("test_cli_*.py"))]
+            + ["tests/test_grep_json_exit.py", "tests/test_undo_output.py",
+               "tests/test_public_errors.py", "tests/test_user_file_errors.py"]),
+    "sdk": (_in("integrations/langgraph", "commit.py", "saver.py", "threads.py", "threadstore.py",
+                "values.py")
+            + _in("integrations/openai_agents", "items.py", "session.py")
+            + _in("integrations/claude_agent_sdk", "store.py"),
+            ["tests/test_langgraph.py", "tests/test_langgraph_close.py",
+             "tests/test_langgraph_conformance.py", "tests/test_langgraph_delta.py",
+             "tests/test_openai_agents.py", "tests/test_openai_agents_ported.py",
+             "tests/test_claude_agent_sdk.py"]),
 }
 
 #: group -> tests left out of its mutmut runs: slow kill -9 tests whose checks other tests of the
@@ -229,7 +339,7 @@ def run_group(name: str, children: int, again: bool = False) -> dict[str, Counte
     names: list[str] = []
     if again:  # the current tests, then only what was not killed
         changed = [m for m in modules if not (work / m).exists()
-                   or (work / m).read_bytes() != (ROOT / m).read_bytes()]
+                   or (work / m).read_bytes() != _source(m).read_bytes()]
         if changed:
             raise SystemExit(f"{name}: {', '.join(changed)} changed since the last run; "
                              f"run the group without --again")
