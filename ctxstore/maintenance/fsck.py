@@ -135,6 +135,7 @@ def check(repo: Repository, *, full: bool = False, progress: Progress | None = N
             progress(stage, n, total)
 
     problems.extend(_store_problems(repo, count, counted))
+    problems.extend(_journal_problems(repo))
     roots, ref_targets = _ref_problems(repo, problems)
     if full:
         problems.extend(_graph_problems(repo, roots, ref_targets, progress))
@@ -142,6 +143,35 @@ def check(repo: Repository, *, full: bool = False, progress: Progress | None = N
 
     state, detail = index_status(repo)  # a derived cache: rebuilt on use, never a problem
     return FsckReport(counted[0], full, problems, [f"retrieval index: {state} ({detail})"])
+
+
+def _journal_problems(repo: Repository) -> Iterator[Problem]:
+    """Damage in the write-ahead journal (docs/format.md, "The write-ahead journal") and the
+    damaged tails recovery set aside. A torn tail (a record cut short) is not damage. Looked at
+    whether or not the journal is on now: a store may have been written with it."""
+    if repo.path is None:
+        return
+    from ..repo.journal_apply import damaged_copies
+    from ..store.journal import parse
+
+    path = Path(repo.path) / "wal"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        data = None
+    if data is not None:
+        try:
+            scan = parse(data, str(path))
+        except CorruptStore as exc:
+            yield Problem("journal", str(exc))
+        else:
+            if scan.problem == "damaged":
+                yield Problem("journal", f"{path}: {scan.detail}; the {len(data) - scan.end} "
+                                         f"bytes from byte {scan.end} on are refused (the "
+                                         f"{len(scan.records)} records before them are kept)")
+    for copy in damaged_copies(Path(repo.path)):
+        yield Problem("journal", f"{copy}: a damaged journal tail set aside by recovery "
+                                 f"({copy.stat().st_size} bytes); its records were not replayed")
 
 
 def _graph_problems(repo: Repository, roots: set[str], ref_targets: list,

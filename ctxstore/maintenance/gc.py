@@ -240,6 +240,11 @@ def gc(repo: Repository, *, prune: str = DEFAULT_PRUNE, dry_run: bool = False,
     except CorruptStore as exc:
         raise CorruptStore(f"gc refused, nothing deleted: {exc} (`ctx fsck` lists all damage)",
                            **exc.details) from None
+    if repo.journal is not None:  # a record not yet applied names objects no ref names yet
+        from ..repo import journal_apply
+
+        with repo.refs.transaction_lock():
+            journal_apply.recover(repo)
     start = time.perf_counter()
     given_now = now
     now = time.time() if now is None else now

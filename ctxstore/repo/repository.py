@@ -29,6 +29,7 @@ from .eventcache import SESSION_MARK_EVERY, EventCache
 from .graph import EventGraph
 
 if TYPE_CHECKING:
+    from ..store.journal import JournalFile
     from .transaction import Transaction
 
 CTX_DIRNAME = ".ctx"
@@ -41,6 +42,15 @@ def _open_pack_store(objects_dir: Path, cfg: dict[str, Any], create: bool) -> Ob
         raise CtxError("the pack store is not available in this build") from None
     return PackStore(objects_dir, durability=cfg["durability"],
                      level=cfg.get("compression_level", 3), create=create)
+
+
+def _journal_wanted(cfg: dict[str, Any]) -> bool:
+    """The write-ahead journal is on where config.json says `"journal": true` (or, where it
+    says nothing, CTXSTORE_JOURNAL=1: how the whole test suite is run over the journal), for
+    durability "batch" only: "always" syncs every record anyway, "never" syncs nothing."""
+    wanted = cfg["journal"] is True if "journal" in cfg else \
+        os.environ.get("CTXSTORE_JOURNAL") == "1"
+    return wanted and cfg["durability"] == "batch"
 
 
 class Current(NamedTuple):  # not a dataclass: ~10x cheaper to define at start-up
@@ -65,6 +75,8 @@ class Repository:
         #: The command line operations record (the CLI sets it); None: "api: <what>".
         self.command: str | None = None
         self._open_transactions = 0
+        #: the write-ahead journal (`"journal": true` in config.json; store/journal.py)
+        self.journal: JournalFile | None = None
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -92,11 +104,19 @@ class Repository:
         store = _open_pack_store(root / "objects", cfg, create=True)
         refs = FileRefs(root)
         if refs.has_journal():  # a transaction was interrupted after its commit point
-            from .transaction import roll_forward  # only recovery needs the writer's code
+            from .transaction_journal import roll_forward  # only recovery needs it
 
             with refs.transaction_lock():
                 roll_forward(refs, fsync=True)
-        return cls(root, store, refs, cfg)
+        repo = cls(root, store, refs, cfg)
+        if _journal_wanted(cfg):
+            from . import journal_apply
+
+            repo.journal = journal_apply.journal_file(root)
+            if journal_apply.needs_recovery(repo):
+                with refs.transaction_lock():
+                    journal_apply.recover(repo)
+        return repo
 
     @classmethod
     def discover(cls, store_path: str | None = None, cwd: str | None = None) -> Repository:

@@ -14,136 +14,34 @@ written. The bytes on disk and their ordering are specified in docs/format.md, "
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..clock import now_iso
-from ..errors import BadRevision, CorruptStore, InvalidInput, RefConflict
+from ..errors import BadRevision, InvalidInput, RefConflict
 from ..objects import DEFAULT_SESSION_CONFIG, Event, Operation, Session, is_valid_event_type
 from ..refs import (
     DEFAULT_BRANCH,
     HEAD,
     ReflogEntry,
-    RefStore,
     branch_ref,
     check_ref_name,
     split_branch_ref,
 )
 from .eventcache import SESSION_MARK_EVERY
+from .transaction_journal import Journal, Move, apply_journal, roll_forward
 
 if TYPE_CHECKING:
-    from .repository import Repository
+    from .repolike import RepoLike
 
-JOURNAL_VERSION = 1
 #: Generations of this many of a transaction's newest events are kept at hand (`generation`
 #: reads older ones back from the store), so a long import's memory does not grow with it.
 GENERATION_CACHE = 8192
 _UNSET: Any = object()
-
-
-# ---------------------------------------------------------------------------------------------
-# The journal (docs/format.md, "Transactions")
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Move:
-    """One ref move. For HEAD, `old`/`new` are HEAD's content ("ref: NAME" or an event id)."""
-
-    ref: str
-    old: str | None
-    new: str | None
-    message: str
-
-
-@dataclass(frozen=True)
-class Journal:
-    op: str
-    ts_ms: int
-    actor: str
-    moves: tuple[Move, ...]
-
-    def encode(self) -> bytes:
-        doc = {"actor": self.actor, "moves": [[m.ref, m.old, m.new, m.message] for m in self.moves],
-               "op": self.op, "ts_ms": self.ts_ms, "version": JOURNAL_VERSION}
-        return (json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                + "\n").encode("utf-8")
-
-    @classmethod
-    def decode(cls, data: bytes, where: str = "journal") -> Journal:
-        try:
-            doc = json.loads(data.decode("utf-8"))
-            if doc.get("version") != JOURNAL_VERSION:
-                raise ValueError(f"unknown journal version {doc.get('version')!r}")
-            moves = tuple(Move(str(r), o, n, str(m)) for r, o, n, m in doc["moves"])
-            return cls(str(doc["op"]), int(doc["ts_ms"]), str(doc["actor"]), moves)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise CorruptStore(f"{where}: not a transaction journal ({exc}); the moves of the "
-                               f"interrupted transaction cannot be replayed") from None
-
-
-def _target(refs: RefStore, value: str | None, state: dict[str, str | None]) -> str | None:
-    """The event a HEAD content names, with `state` overriding the stored refs."""
-    if value is None or not value.startswith("ref: "):
-        return value
-    name = value[5:]
-    return state[name] if name in state else refs.read(name)
-
-
-def apply_journal(refs: RefStore, journal: Journal, *, fsync: bool, recovering: bool) -> None:
-    """Step 7 of the write ordering: reflog lines and ref files in journal order, then op-head.
-
-    When `recovering` (a previous process died after the commit point), a ref already at its
-    new value is left alone, and a reflog line already written is not written twice."""
-    head_move = next((m for m in journal.moves if m.ref == HEAD), None)
-    head_before = head_move.old if head_move is not None else refs.read_head_value()
-    after = {m.ref: m.new for m in journal.moves if m.ref != HEAD}
-    for m in journal.moves:
-        if m.ref == HEAD:
-            # HEAD moves last: the branch it named has already moved (and logged that in
-            # HEAD's reflog), so its line starts where that one ended
-            entry = ReflogEntry(_target(refs, m.old, after), _target(refs, m.new, after),
-                                journal.ts_ms, journal.actor, m.message)
-            current = refs.read_head_value()
-        else:
-            entry = ReflogEntry(m.old, m.new, journal.ts_ms, journal.actor, m.message)
-            current = refs.read(m.ref)
-        if recovering:
-            if current == m.new or current != m.old:
-                continue  # applied before the crash, or moved since by a writer outside this layer
-            _log_once(refs, m.ref, entry, fsync)
-        else:
-            refs.append_reflog(m.ref, entry, fsync)
-        if m.ref != HEAD and head_before == f"ref: {m.ref}":
-            if recovering:
-                _log_once(refs, HEAD, entry, fsync)
-            else:
-                refs.append_reflog(HEAD, entry, fsync)
-        refs.write_ref(m.ref, m.new, fsync)
-    refs.write_op_head(journal.op, fsync)
-
-
-def _log_once(refs: RefStore, name: str, entry: ReflogEntry, fsync: bool) -> None:
-    last = refs.reflog(name)[-1:]
-    if last and (last[0].old, last[0].new, last[0].ts_ms) == (entry.old, entry.new, entry.ts_ms):
-        return
-    refs.append_reflog(name, entry, fsync)
-
-
-def roll_forward(refs: RefStore, *, fsync: bool = False) -> bool:
-    """Finish an interrupted transaction (the caller holds the transaction lock). True if a
-    journal was found and applied."""
-    data = refs.read_journal()
-    if data is None:
-        return False
-    apply_journal(refs, Journal.decode(data), fsync=fsync, recovering=True)
-    refs.remove_journal(fsync)
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,7 +164,7 @@ class Transaction:
     the API call the operation records when no command line is set (`repo.command`, set by
     the CLI)."""
 
-    def __init__(self, repo: Repository, ref: str | None = None, *, rebase: bool = True,
+    def __init__(self, repo: RepoLike, ref: str | None = None, *, rebase: bool = True,
                  actor: str = "ctx", message: str = "", command: str | None = None) -> None:
         self.repo = repo
         self.objects = repo.objects
@@ -287,6 +185,10 @@ class Transaction:
         self._closed = False
         if repo._open_transactions == 0:
             self.objects.begin_transaction()  # buffered writes until the last one closes
+            if repo.journal is not None:  # its bodies, for a write-ahead journal record
+                from .journal_apply import CAPTURE_LIMIT
+
+                self.objects.start_capture(CAPTURE_LIMIT)
         repo._open_transactions += 1
 
     # -- reading through the transaction -------------------------------------------------------
@@ -589,6 +491,11 @@ class Transaction:
         always = durability == "always"
         with refs.transaction_lock():
             roll_forward(refs, fsync=always)
+            wal = None
+            if self.repo.journal is not None:
+                from . import journal_apply
+
+                wal = journal_apply.recover(self.repo)
             self._check()
             # moves are re-read now: a ref that already holds its new value is not moved
             moves = [m for m in self._planned()
@@ -604,8 +511,14 @@ class Transaction:
                            reflogs=tuple((name, how, tuple(_entry_key(e) for e in entries))
                                          for name, (how, entries) in sorted(self._reflogs.items())))
             self.op_id = self.objects.put_object(op)
-            self.objects.flush()  # step 5: every object a ref will name is durable
             journal = Journal(self.op_id, int(time.time() * 1000), self.actor, tuple(moves))
+            captured = self.objects.take_captured() if wal is not None else None
+            if captured is not None and not self._reflogs and durability == "batch":
+                journal_apply.commit(self.repo, wal, journal, captured)  # format.md J1-J4
+                return
+            if wal is not None and wal.records:  # op-head leaves the journal's last record
+                journal_apply.checkpoint(self.repo, wal)
+            self.objects.flush()  # step 5: every object a ref will name is durable
             refs.write_journal(journal.encode(), fsync=durability != "never")  # step 6: commit
             apply_journal(refs, journal, fsync=always, recovering=False)
             self._rewrite_reflogs()
@@ -628,6 +541,8 @@ class Transaction:
         self._closed = True
         self.repo._open_transactions -= 1
         if self.repo._open_transactions == 0:
+            if self.repo.journal is not None:
+                self.objects.take_captured()
             self.objects.end_transaction()  # let gc run between transactions (store/gclock.py)
 
     def __enter__(self) -> Transaction:

@@ -132,6 +132,13 @@ class PackStore(ObjectStore):
         self._buffering = False
         #: bodies put inside a transaction, compressed together (bodyqueue.py)
         self._queued = BodyQueue()
+        #: (id, type, body) of every object stored since `start_capture` (the write-ahead
+        #: journal's record); None when not capturing or past the limit
+        self._captured: list[tuple[str, str, bytes]] | None = None
+        self._capture_left = 0
+        #: a record no journal record holds was stored since the last flush (a journalled
+        #: commit then flushes the packs too)
+        self.unsynced_outside = False
         self._list_packs()
 
     # -- the pack set ---------------------------------------------------------------------
@@ -348,6 +355,15 @@ class PackStore(ObjectStore):
         return True
 
     def _store_body(self, obj_id: str, type_name: str, body: bytes) -> None:
+        captured = self._captured
+        if captured is not None:
+            self._capture_left -= len(body)
+            if self._capture_left >= 0:
+                captured.append((obj_id, type_name, body))
+            else:
+                self._captured = None  # too large for one journal record: the pack path
+        else:
+            self.unsynced_outside = True
         writer = self._writer
         if self._buffering and writer is not None and writer.pack is not None and \
                 self._samples is None and len(body) <= codec.SMALL_OBJECT_LIMIT and \
@@ -429,6 +445,42 @@ class PackStore(ObjectStore):
         self._write_queue()
         if self._writer is not None:
             self._writer.sync()
+        self.unsynced_outside = False
+
+    def start_capture(self, limit: int) -> None:
+        """Remember the bodies stored from now on, up to `limit` bytes in all (a repository
+        transaction that may commit through the write-ahead journal, store/journal.py)."""
+        self._captured, self._capture_left = [], limit
+
+    def take_captured(self) -> list[tuple[str, str, bytes]] | None:
+        """The bodies stored since `start_capture`, or None if they passed its limit (or
+        nothing was capturing); capturing stops."""
+        captured, self._captured = self._captured, None
+        return captured
+
+    def write_out(self) -> None:
+        """Hand every record put so far to the OS, without syncing it (a journalled commit:
+        its record makes the objects durable; a checkpoint syncs the packs later)."""
+        self._write_queue()
+        if self._writer is not None:
+            self._writer.drain()
+
+    def sync_active_packs(self) -> None:
+        """fdatasync every active pack, whoever wrote it (a checkpoint: records other processes
+        wrote unsynced under the journal become durable). A pack gone meanwhile was sealed or
+        consolidated, which synced its records first."""
+        self.write_out()
+        for name in os.listdir(self.packs_dir):
+            if not (name.startswith(PREFIX) and name.endswith(PACK_SUFFIX)):
+                continue
+            try:
+                fd = os.open(os.path.join(self.packs_dir, name), os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
 
     def begin_transaction(self) -> None:
         """Buffer this process's writes until the transaction ends (packwriter.py)."""
