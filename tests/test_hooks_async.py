@@ -273,3 +273,38 @@ def test_firings_take_turns_under_the_capture_lock(tmp_path):
     assert r.returncode == 0 and (tmp_path / "released").exists()  # it waited
     assert holder.wait(timeout=60) == 0
     assert json.loads(r.stdout)["captured"][0]["lines"] == len(src.read_bytes().splitlines())
+
+
+def test_a_lagging_answer_is_kept_then_reconciled(tmp_path):
+    """Stop reports an answer the transcript does not hold yet: it is kept on the session's
+    live-pending branch (main stays what `ctx import` gives; a repeated Stop, answered by
+    the full path because the text is not in the file, keeps it once). When the line
+    arrives and is captured, live-pending goes and the store is exactly the import's."""
+    src = require_corpus() / "claude-code" / \
+        "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl"
+    lines = src.read_bytes().splitlines(keepends=True)
+    answer = next(b["text"] for b in json.loads(lines[54])["message"]["content"]
+                  if b.get("type") == "text")
+    proj, folder, ctx_dir = _history(tmp_path)
+    t = folder / "s.jsonl"
+    t.write_bytes(b"".join(lines[:54]))
+    stop = {"transcript_path": str(t), "cwd": str(proj), "hook_event_name": "Stop",
+            "last_assistant_message": answer}
+    _fire(stop, proj, wait=True)
+    _fire(stop, proj, wait=True)
+    got = _captured(ctx_dir)
+    [sid] = got
+    pending = got[sid].pop("live-pending")
+    assert got == _imported(folder, tmp_path / "ref1")
+    repo = Repository.open(ctx_dir)
+    ev = repo.graph.event(pending)
+    assert ev.type == "claude-code:provisional-assistant" and ev.payload["text"] == answer
+    assert repo.graph.event(ev.parents[0]).type != ev.type  # kept once
+    repo.close()
+    with open(t, "ab") as fh:
+        fh.write(b"".join(lines[54:]))
+    _fire({**stop, "hook_event_name": "PostToolUse", "last_assistant_message": None}, proj,
+          wait=True)
+    assert _captured(ctx_dir) == _imported(folder, tmp_path / "ref2")
+    _fire(stop, proj, wait=True)  # the same Stop once the line is there: nothing kept
+    assert _captured(ctx_dir) == _imported(folder, tmp_path / "ref3")

@@ -26,6 +26,9 @@ FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 #: events that always do more than import new lines (hook.py says what)
 FULL_EVENTS = frozenset({"SessionStart", "SessionEnd"})
 TRANSCRIPT_KEYS = ("transcript_path", "agent_transcript_path")
+#: payload texts the transcript may not hold yet (provisional.py keeps them)
+CARRIED = ("last_assistant_message", "compact_summary")
+TAIL = 256 * 1024  # bytes at the transcript's end where a text just written is looked for
 
 #: the hook JSON read by nothing_to_do, for the full path (stdin can be read only once)
 STDIN: str | None = None
@@ -72,6 +75,30 @@ def snapshots_asked(ctx_dir: str) -> bool:
         return False
 
 
+def carried(data: dict) -> list[tuple[str, str]]:
+    """(key, text) of each payload text the hook keeps if the transcript lags."""
+    return [(k, data[k]) for k in CARRIED if isinstance(data.get(k), str) and data[k].strip()]
+
+
+def target(data: dict) -> str | None:
+    """The transcript a payload text belongs to: the subagent's at SubagentStop."""
+    t = data.get("agent_transcript_path") or data.get("transcript_path")
+    return t if isinstance(t, str) and t else None
+
+
+def in_tail(transcript: str, text: str) -> bool:
+    """Whether `text`, as JSON writes it, is in the transcript's last TAIL bytes (a miss
+    sends the call the full way, which parses the lines to be sure)."""
+    forms = [json.dumps(text, ensure_ascii=a)[1:-1].encode("utf-8") for a in (False, True)]
+    try:
+        with open(transcript, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL))
+            tail = fh.read()
+    except OSError:
+        return False
+    return any(f in tail for f in forms)
+
+
 def idle(data: dict, ctx_dir: str) -> bool:
     """Whether this hook call has nothing to do: no transcript it names changed since the
     last capture and its event asks for no other work."""
@@ -82,8 +109,10 @@ def idle(data: dict, ctx_dir: str) -> bool:
     named = [data.get(k) for k in TRANSCRIPT_KEYS if data.get(k)]
     if not named or not all(isinstance(t, str) for t in named):
         return False
-    return all(seen.unchanged(ctx_dir, os.path.realpath(os.path.expanduser(t)))
-               for t in named)
+    if not all(seen.unchanged(ctx_dir, os.path.realpath(os.path.expanduser(t))) for t in named):
+        return False
+    where = target(data)
+    return all(in_tail(os.path.expanduser(where or ""), text) for _k, text in carried(data))
 
 
 def take_stdin() -> str | None:

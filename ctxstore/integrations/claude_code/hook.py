@@ -33,8 +33,8 @@ from typing import Any
 from ...errors import CtxError
 from ...importers.live import LiveImporter, capture, capture_lock, flush_deferred
 from ...repo import Repository
-from . import seen
-from .fastpath import FILE_TOOLS, TRANSCRIPT_KEYS
+from . import provisional, seen
+from .fastpath import FILE_TOOLS, TRANSCRIPT_KEYS, target
 
 #: the hook's own log: at the top of `.ctx`, where no ref or reflog reader looks (it once
 #: lived in logs/, where fsck, gc and `reflog expire` read it as a reflog)
@@ -118,11 +118,27 @@ def _capture_all(live: LiveImporter, data: dict, out: dict, ctx_dir: Path) -> No
             if c.get("source"):
                 out["captured"] += flush_deferred(live, c["source"])
     _record_seen(ctx_dir, out["captured"])
+    out["provisional"] = _payload_texts(live.repo, data, out["captured"])
     if out["captured"] and event == "PostToolUse":
         out["snapshot"] = after_file_tool(live.repo, data, out["captured"][0].get("session", ""))
     if event == "SessionStart" and isinstance(data.get("transcript_path"), str):
         out["caught_up"], out["catch_up_note"] = catch_up(
             live, Path(data["transcript_path"]).expanduser().parent, ctx_dir)
+
+
+def _payload_texts(repo: Repository, data: dict, captured: list[dict]) -> list[str]:
+    """provisional.py: reconcile live-pending branches with the lines just imported, then
+    keep what the payload carries that the transcript does not hold yet. Returns the ids of
+    the provisional events written."""
+    for c in _flat(captured):
+        if c.get("lines") and c.get("session"):
+            provisional.reconcile(repo, c["session"], Path(c["transcript"]))
+    where = target(data)
+    mine = [c for c in captured if where and c["transcript"] == str(Path(where).expanduser()
+                                                                      .resolve())]
+    if not mine or mine[0].get("deferred") or not provisional.carried(data):
+        return []
+    return provisional.keep(repo, mine[0]["session"], Path(mine[0]["transcript"]), data)
 
 
 def _record_seen(ctx_dir: Path, captured: list[dict]) -> None:
