@@ -46,21 +46,22 @@ def transcripts(harness: str) -> list[tuple[Repository, Transcript]]:
     return [(repo, read_transcript(repo, sid)) for sid in sids]
 
 
-def prompts(t: Transcript, after_compaction: bool = False) -> list[str]:
-    """The user prompts on T's chosen branch (only those after its last compaction)."""
+def _branch(t: Transcript, after_compaction: bool):
     path = t.path()
     if after_compaction:
         last = max((i for i, e in enumerate(path) if e.kind == "compaction"), default=-1)
         path = path[last + 1:]
-    return [e.text for e in path if e.kind == "user"]
+    return path
+
+
+def prompts(t: Transcript, after_compaction: bool = False) -> list[str]:
+    """The user prompts on T's chosen branch (only those after its last compaction)."""
+    return [e.text for e in _branch(t, after_compaction) if e.kind == "user"]
 
 
 def calls(t: Transcript, after_compaction: bool = False) -> list[str]:
-    path = t.path()
-    if after_compaction:
-        last = max((i for i, e in enumerate(path) if e.kind == "compaction"), default=-1)
-        path = path[last + 1:]
-    return [e.call_id for e in path if e.kind == "tool_call"]
+    """The tool call ids on T's chosen branch (only those after its last compaction)."""
+    return [e.call_id for e in _branch(t, after_compaction) if e.kind == "tool_call"]
 
 
 def reimport(repo: Repository, path: Path, source: str) -> Transcript:

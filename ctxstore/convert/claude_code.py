@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import PROVENANCE_KEY, ConversionReport, result_text, toolmap
-from .model import Entry, Transcript, orphaned, stable_uuid, tree_order, unanswered
+from .model import Entry, Transcript, iso_utc, orphaned, stable_uuid, tree_order, unanswered
 
 NAME = "claude-code"
 BINARY = "claude"
@@ -119,7 +119,7 @@ class _Writer:
                                "userType": "external", "cwd": self.t.cwd, "sessionId": self.sid,
                                "version": WRITER_VERSION, "type": kind,
                                "uuid": uid or self.uuid(entry.id),
-                               "timestamp": entry.ts or self.t.created}
+                               "timestamp": iso_utc(entry.ts or self.t.created)}
         if self.agent:
             rec["agentId"] = self.agent
         return rec
@@ -268,7 +268,7 @@ def _usage(usage: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _provenance(t: Transcript, sid: str) -> dict[str, Any]:
-    return {"type": "ctxstore-provenance", "sessionId": sid, "timestamp": t.created,
+    return {"type": "ctxstore-provenance", "sessionId": sid, "timestamp": iso_utc(t.created),
             PROVENANCE_KEY: {"uri": t.provenance(), "session": t.session, "branch": t.branch,
                              "event": t.leaf_event, "source_format": t.source_format,
                              "title": t.title}}

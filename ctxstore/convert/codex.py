@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import PROVENANCE_KEY, ConversionReport, result_text, toolmap
-from .model import Entry, Transcript, stable_uuid, unanswered
+from .model import Entry, Transcript, iso_utc, stable_uuid, unanswered
 
 NAME = "codex"
 BINARY = "codex"
@@ -226,7 +226,7 @@ class _Writer:
 
 
 def _ts(ts: str) -> str:
-    return ts or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return iso_utc(ts)
 
 
 def write(transcript: Transcript, out: BinaryIO) -> ConversionReport:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -422,3 +423,21 @@ def _push_order(kids: list[Entry], on_path: set[str]) -> list[Entry]:
     """Stack order: the chosen-path child first (popped last), side children after it in
     reverse (popped in file order)."""
     return [k for k in kids if k.id in on_path] + [k for k in reversed(kids) if k.id not in on_path]
+
+
+def iso_utc(ts: str) -> str:
+    """TS as the harnesses write it: RFC 3339 in UTC with milliseconds (Codex refuses a
+    timestamp without a zone). A time without a zone is taken as UTC; a missing or unreadable
+    one is now."""
+    when = None
+    if ts:
+        try:
+            when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            when = None
+    if when is None:
+        when = datetime.now(timezone.utc)
+    elif when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + \
+        f"{when.microsecond // 1000:03d}Z"
