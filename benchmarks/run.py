@@ -28,6 +28,7 @@ AREAS = {
     "langgraph": "benchmarks.bench_langgraph",
     "openai-agents": "benchmarks.bench_openai_agents",
     "live": "benchmarks.bench_live_capture",
+    "hooks": "benchmarks.bench_hooks",
     "cli": "benchmarks.bench_cli",
     "retrieval": "benchmarks.bench_retrieval",
     "view": "benchmarks.bench_view",
