@@ -13,15 +13,20 @@ import sqlite3
 from ..errors import InvalidInput
 from .hits import HIT_TYPES, SearchFilters, SearchHit
 from .index import catch_up, connect, full_id, index_path
-from .snippets import make_snippet, query_terms
+from .snippets import STOPWORDS, make_snippet, query_terms
 
 _TOKEN = re.compile(r'"(?:[^"]|"")*"\*?|\(|\)|[^\s()"]+')
 _OPERATORS = {"AND", "OR", "NOT"}
 
 
-def fts_query(query: str) -> str:
-    """QUERY in FTS5 syntax (see the module docstring); InvalidInput when it holds no word."""
+def fts_query(query: str, literal: bool = False) -> str:
+    """QUERY in FTS5 syntax (see the module docstring); InvalidInput when it holds no word.
+    `literal`: every word as written, no operators (a question such as `why did cast() fail?`
+    that is not valid FTS5 syntax is searched this way)."""
     out: list[str] = []
+    if literal:
+        words = [w for w in query.split() if query_terms(w)]
+        return " ".join('"' + w.replace('"', '""') + '"' for w in words) or fts_query(query)
     for tok in _TOKEN.findall(query):
         if tok in _OPERATORS or tok in ("(", ")"):
             out.append(tok)
@@ -34,6 +39,19 @@ def fts_query(query: str) -> str:
     if not query_terms(query):
         raise InvalidInput(f"search query {query!r} holds no word to look for")
     return " ".join(out)
+
+
+def relaxed_query(query: str) -> str | None:
+    """For a query of bare words (a question as a person types it): events holding any of its
+    words but the stop words, so "where did we fix the flaky parser test" still finds the
+    event that says only "parser test flaky". None for a query using FTS5 syntax."""
+    toks = query.split()
+    if any(t in _OPERATORS or t.startswith(("(", '"')) for t in toks):
+        return None
+    words = [(w, p) for w, p in query_terms(query) if w not in STOPWORDS]
+    if len(words) < 2:
+        return None
+    return " OR ".join(f'"{w}"' + ("*" if p else "") for w, p in dict.fromkeys(words))
 
 
 def _where(f: SearchFilters) -> tuple[list[str], list]:
@@ -79,22 +97,33 @@ def _where(f: SearchFilters) -> tuple[list[str], list]:
 def search(repo, query: str, *, limit: int = 20, filters: SearchFilters | None = None,
            refresh: bool = True) -> list[SearchHit]:
     """The LIMIT best hits for QUERY (BM25, best first) among the events, summaries and
-    memories FILTERS allow. Catches the index up with the store first (`refresh`)."""
+    memories FILTERS allow: those holding every word, then (for a query of bare words) those
+    holding some of them. Catches the index up with the store first (`refresh`)."""
     match = fts_query(query)
     flt = filters or SearchFilters()
     if refresh:
         catch_up(repo)
     where, args = _where(flt)
+    sql = ("SELECT d.rowid, d.key, s.id, d.kind, e.text, d.ts, t.text, f.text, d.src_line, "
+           "s.harness, -bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid "
+           "LEFT JOIN sessions s ON s.sid = d.sid LEFT JOIN names e ON e.id = d.etype "
+           "LEFT JOIN names t ON t.id = d.tool LEFT JOIN names f ON f.id = d.src "
+           "WHERE fts MATCH ? " + "".join(f" AND {w}" for w in where)
+           + " ORDER BY bm25(fts) LIMIT ?")
+    limit = max(0, int(limit))
     con = connect(index_path(repo))
     try:
-        rows = con.execute(
-            "SELECT d.rowid, d.key, s.id, d.kind, e.text, d.ts, t.text, f.text, "
-            "d.src_line, s.harness, -bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid "
-            "LEFT JOIN sessions s ON s.sid = d.sid LEFT JOIN names e ON e.id = d.etype "
-            "LEFT JOIN names t ON t.id = d.tool LEFT JOIN names f ON f.id = d.src "
-            "WHERE fts MATCH ? "
-            + "".join(f" AND {w}" for w in where) + " ORDER BY bm25(fts) LIMIT ?",
-            [match, *args, max(0, int(limit))]).fetchall()
+        try:
+            rows = con.execute(sql, [match, *args, limit]).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "syntax" not in str(exc):
+                raise
+            rows = con.execute(sql, [fts_query(query, literal=True), *args, limit]).fetchall()
+        relaxed = relaxed_query(query) if len(rows) < limit else None
+        if relaxed:  # every word first, then the events holding some of them
+            have = {r[0] for r in rows}
+            rows += [r for r in con.execute(sql, [relaxed, *args, limit]).fetchall()
+                     if r[0] not in have][:limit - len(rows)]
         hits = [_hit(repo, con, row, query) for row in rows]
     except sqlite3.OperationalError as exc:
         if "fts5" in str(exc) or "syntax" in str(exc):

@@ -16,7 +16,11 @@ import unicodedata
 SNIPPET_WIDTH = 160
 MARK_OPEN, MARK_CLOSE = "«", "»"
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+#: Words a question is made of that say nothing about what it asks for.
+STOPWORDS = frozenset(
+    "a an and are as at be by can could did do does for from had has have how i in into is it "
+    "its me my of on or our should so that the their them then there this to us was we were "
+    "what when where which who why will with would you your about any".split())
 _QUERY_TOKEN = re.compile(r'"((?:[^"]|"")*)"(\*?)|([^\s()"]+)')
 
 
@@ -24,6 +28,19 @@ def _fold(text: str) -> str:
     """As FTS5's unicode61 tokenizer compares: lower case, diacritics removed."""
     nfkd = unicodedata.normalize("NFKD", text.lower())
     return "".join(c for c in nfkd if not unicodedata.combining(c))
+
+
+_SUFFIXES = ("ations", "ation", "izers", "izer", "ings", "ing", "ers", "er", "ied", "ies", "ed",
+             "es", "s", "ly")
+
+
+def _stem(word: str) -> str:
+    """A crude stem, to mark `merged` for the query `merge` as the index (FTS5's porter
+    tokenizer) matched it; marking only, never matching."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)].rstrip("e")
+    return word.rstrip("e") if len(word) > 3 else word
 
 
 def query_terms(query: str) -> list[tuple[str, bool]]:
@@ -60,10 +77,13 @@ def inert(text: str) -> str:
 def make_snippet(text: str, query: str, width: int = SNIPPET_WIDTH) -> str:
     """The part of TEXT around its first match of QUERY's words, matches marked « »."""
     terms = query_terms(query)
+    terms = [t for t in terms if t[0] not in STOPWORDS] or terms
+    stems = {_stem(t) for t, p in terms if not p}
+    prefixes = tuple(t for t, p in terms if p)
     spans = []
     for m in re.finditer(r"[^\W_]+", text):
         w = _fold(m.group())
-        if any(w == t or (p and w.startswith(t)) for t, p in terms):
+        if _stem(w) in stems or (prefixes and w.startswith(prefixes)):
             spans.append((m.start(), m.end()))
     start = max(0, spans[0][0] - width // 3) if spans else 0
     end = min(len(text), start + width)
