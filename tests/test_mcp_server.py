@@ -289,3 +289,36 @@ def test_unknown_resources_are_errors_not_crashes(store):
     errors, still = serve(store)(scenario)
     assert len(errors) == 2 and all(errors)
     assert still["state"]["goal"]
+
+
+def test_search_offers_an_agent_only_what_its_context_could_hold(store, tmp_path, monkeypatch):
+    """`ctx search` shows a person every scope and every artifact; through MCP, memory hits of
+    scopes this session does not see are withheld, and a sensitive artifact's text is not
+    shown (the redaction policy does not admit sensitive material by default)."""
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(store["root"], root)
+    ctx = Ctx(root)
+    ctx("memory", "add", "ocelotglyph deploys go through staging", "--scope", "project",
+        "--source", "HEAD", "--ttl", "30d")
+    ctx("memory", "add", "ocelotglyph is another project's secret plan", "--scope",
+        "project:/some/other/project", "--source", "HEAD", "--ttl", "30d")
+    secret = tmp_path / "customers.csv"
+    secret.write_text("name,card\nmarmotquill,4111 1111 1111 1111\n")
+    monkeypatch.chdir(tmp_path)
+    ctx("artifact", "add", "customers.csv", "--sensitive")
+    person = ctx.json("search", "ocelotglyph") + ctx.json("search", "marmotquill")
+    assert len(person) == 3 and any("marmotquill" in h["snippet"] for h in person)
+
+    async def scenario(s):
+        return (await call(s, "search", query="ocelotglyph"),
+                await call(s, "search", query="marmotquill"))
+
+    memories, artifact = serve({**store, "root": root})(scenario)
+    assert [h["snippet"] for h in memories["hits"]] == \
+        [h["snippet"] for h in person if "staging" in h["snippet"]]
+    assert memories["memories_withheld"] == 1
+    (hit,) = artifact["hits"]
+    assert hit["snippet"] == "" and "sensitive artifact" in hit["withheld"]
+    assert "4111" not in json.dumps(artifact) and "marmotquill" not in json.dumps(artifact["hits"])

@@ -101,9 +101,51 @@ class History:
             types=tuple(types or ()), tool=tool or None, file=file or None,
             session=self.repo.resolve_session(session) if session else None,
             branch=branch or None)
-        hits = run_search(self.repo, query, limit=_limit(limit), filters=filters)
-        out = [self.scrubber.scrub(h.to_dict(), h.session) for h in hits]
-        return {"query": query, "hits": out, "redacted": self.scrubber.take_count()}
+        hits = run_search(self.repo, query, limit=2 * _limit(limit), filters=filters)
+        out, withheld = [], 0
+        for h in hits:
+            hit = self.scrubber.scrub(h.to_dict(), h.session)
+            why = self._memory_refusal(h.event) if h.type == "memory" else \
+                self._sensitive(self.views.show(self.repo, h.event).get("artifacts", ()), h.session)
+            if why and h.type == "memory":
+                withheld += 1
+                continue
+            if why:
+                hit["snippet"], hit["withheld"] = "", why
+            out.append(hit)
+        return {"query": query, "hits": out[:_limit(limit)], "memories_withheld": withheld,
+                "redacted": self.scrubber.take_count()}
+
+    def _memory_refusal(self, mid: str) -> str:
+        """Why the current session may not be offered memory MID ('' if it may): the
+        builder's own checks (scope, liveness, expiry, sensitivity, readable_by). `ctx
+        search` shows a person every scope; an agent sees what its context could hold."""
+        from ...memory import scope_keys
+        from ...memory.governance import now_dt
+        from ...memory.scopes import scope_ref
+        from ...retrieval.select import live_ids, memory_refusal
+
+        mem = self.repo.objects.get(mid) if mid in self.repo.objects else None
+        keys = scope_keys(self.repo)
+        scope = getattr(mem, "scope", "global")
+        key = keys.visible().get(scope)  # None: a scope this session does not see
+        live = live_ids(self.repo, scope_ref(scope, key)) if key is not None else frozenset()
+        policy = self.scrubber.policy(self.repo.current().session)
+        return memory_refusal(mem, keys, live, mid, now_dt(), agent="",
+                              allow_sensitive=policy.admit_sensitive, min_confidence=0.0)
+
+    def _sensitive(self, artifacts, session: str | None) -> str:
+        """'' unless one of ARTIFACTS (ids) is marked sensitive and SESSION's policy does not
+        admit sensitive material: then text drawn from it is withheld, as a build would."""
+        from ...redaction.sensitivity import is_sensitive
+
+        if self.scrubber.policy(session).admit_sensitive:
+            return ""
+        for aid in artifacts:
+            if aid in self.repo.objects and is_sensitive(self.repo.objects.get(aid)):
+                return (f"sensitive artifact {aid[:12]} (the redaction policy does not admit "
+                        f"sensitive material: redaction.admit_sensitive)")
+        return ""
 
     def session_state(self, session: str | None = None, branch: str | None = None,
                       event: str | None = None) -> dict[str, Any]:
@@ -136,8 +178,15 @@ class History:
         hits = recall_events(self.repo, tip, query or None, k=0 if cid else _limit(limit))
         if cid:
             hits = [h for h in hits if h.compaction == cid][:_limit(limit)]
+        events = []
+        for h in hits:
+            row = h.to_dict()
+            why = self._sensitive(h.artifacts, sid) if query else ""  # a query's snippet
+            if why:
+                row["text"], row["withheld"] = "", why
+            events.append(row)
         return self._out({"session": sid, "branch": name, "at": tip, "compaction": cid,
-                          "events": [h.to_dict() for h in hits]}, sid)
+                          "events": events}, sid)
 
     def _holder(self, cid: str) -> tuple[str, str, str]:
         """A branch whose history holds compaction CID (HEAD's first)."""
