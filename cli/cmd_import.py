@@ -226,6 +226,9 @@ def export_cmd(state, rev: str, fmt: str, output: str | None, redact: bool | Non
       ctx export 9a1f --format gemini -o session.json             # the original document
       ctx export HEAD --format jsonl > history.jsonl              # re-imports to equal ids
       ctx export HEAD --format jsonl --redact > shareable.jsonl   # secrets replaced
+      ctx export 5cedc1c4 --format codex -o rollout.jsonl  # another harness's session, converted
+                                                           # (docs/resume.md; ctx resume writes it
+                                                           # where the harness looks)
     """
     from ctxstore.porcelain import redact as pr
 
