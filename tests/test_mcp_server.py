@@ -108,6 +108,7 @@ def test_each_read_tool_answers_from_the_store(store):
             "recall": await call(s, "recall", session=claude),
             "recall_query": await call(s, "recall", session=claude, query="start"),
             "context": await call(s, "context", session=claude, budget=4000),
+            "context_default": await call(s, "context"),
             "memory": await call(s, "memory_search", query="plan"),
             "current": await call(s, "session_state"),
         }
@@ -124,9 +125,11 @@ def test_each_read_tool_answers_from_the_store(store):
     assert replaced and {e["compaction"] for e in replaced} == {replaced[0]["compaction"]}
     assert "UserPromptSubmitted" in {e["type"] for e in replaced}
     assert out["recall_query"]["events"][0]["text"].lower().count("start")
-    bundle = out["context"]["bundle"]
-    assert bundle["used_tokens"] <= 4000 and any(seg["kind"] == "summary"
-                                                 for seg in bundle["segments"])
+    built = out["context"]
+    assert built["max_tokens"] == 4000 and built["used_tokens"] <= 4000
+    assert any(seg["kind"] == "summary" and seg["text"] for seg in built["kept"])
+    assert all("text" not in seg for seg in built["dropped"])
+    assert out["context_default"]["max_tokens"] == 8000  # not the session's window
     assert out["memory"]["memories"] == []
     assert out["current"]["state"]["title"] == "secrets"
 

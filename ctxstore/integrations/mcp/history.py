@@ -27,6 +27,12 @@ from .scrub import Scrubber
 
 #: Most hits, events or candidates one call returns (an agent's context is the scarce thing).
 MAX_LIMIT = 100
+#: The `context` tool's budget when none is given (tokens).
+CONTEXT_BUDGET = 8000
+#: Dropped segments listed by `context` (the rest are counted; `usage` sums them all).
+MAX_DROPPED = 40
+#: A recalled event's text beyond this many characters is cut (ctx://event/{id} has it all).
+RECALL_TEXT = 2000
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,8 @@ class History:
             why = self._sensitive(h.artifacts, sid) if query else ""  # a query's snippet
             if why:
                 row["text"], row["withheld"] = "", why
+            elif len(row["text"]) > RECALL_TEXT:
+                row["text"], row["truncated"] = row["text"][:RECALL_TEXT] + "…", len(row["text"])
             events.append(row)
         return self._out({"session": sid, "branch": name, "at": tip, "compaction": cid,
                           "events": events}, sid)
@@ -203,12 +211,26 @@ class History:
     def context(self, session: str | None = None, branch: str | None = None,
                 event: str | None = None, budget: int | None = None,
                 query: str | None = None) -> dict[str, Any]:
-        """What ctxstore would compile for the model at an event under BUDGET tokens."""
+        """What ctxstore would compile for the model at an event under BUDGET tokens
+        (default CONTEXT_BUDGET, not the session's window: the answer enters the asking
+        agent's own context). Kept segments with their text, dropped ones without."""
         if budget is not None and budget < 1:
             raise InvalidInput("budget must be a positive number of tokens")
         sid, name, eid = self.locate(session, branch, event)
-        bundle = self.views.context(self.repo, eid, budget, query)
-        return self._out({"session": sid, "branch": name, "event": eid, "bundle": bundle}, sid)
+        bundle = self.views.context(self.repo, eid, budget or CONTEXT_BUDGET, query)
+        segments = bundle.pop("segments", [])
+        kept = [{"kind": g["kind"], "tier": f"P{g['tier']}", "tokens": g["tokens"],
+                 "text": g["text"] or g["messages"], "sources": _ids(g["sources"], 20),
+                 "reason": g["reason"], **({"trimmed": True} if g.get("trimmed") else {})}
+                for g in segments if g["kept"]]
+        dropped = [{"kind": g["kind"], "tier": f"P{g['tier']}", "tokens": g["tokens"],
+                    "reason": g["reason"], "sources": _ids(g["sources"], 3)}
+                   for g in segments if not g["kept"]]
+        for key in ("eviction_order", "format"):
+            bundle.pop(key, None)
+        return self._out({"session": sid, "branch": name, "event": eid, **bundle,
+                          "kept": kept, "dropped": dropped[:MAX_DROPPED],
+                          "dropped_not_listed": max(0, len(dropped) - MAX_DROPPED)}, sid)
 
     def memory_search(self, query: str, limit: int = 10) -> dict[str, Any]:
         """Live memories the current session may be offered (scope, expiry, sensitivity and
@@ -241,7 +263,13 @@ class History:
     # -- resources -----------------------------------------------------------------------------
 
     def sessions(self) -> dict[str, Any]:
-        rows = self.views.sessions(self.repo)
+        """Every session, one short row each (a store may hold thousands): the branch tips,
+        subagent tree and tags are in ctx://session/{id}."""
+        rows = [{"id": r["id"], "title": r["title"], "format": r["format"], "cwd": r["cwd"],
+                 "created": r["created"], "last_activity": r["last_activity"],
+                 "events": r["events"], "branches": sorted(r["branches"]),
+                 **({"parent": r["parent"]} if r.get("parent") else {})}
+                for r in self.views.sessions(self.repo)]
         return {"sessions": [self.scrubber.scrub(r, r.get("id")) for r in rows],
                 "redacted": self.scrubber.take_count()}
 
@@ -260,6 +288,13 @@ class History:
 
 class ReadOnly(InvalidInput):
     """A write asked of a server started without --allow-writes."""
+
+
+def _ids(ids: list[str], most: int) -> list[str]:
+    """Up to MOST source ids, shortened to 16 hex digits (a unique prefix: every tool and
+    resource takes one), then "+N more"."""
+    out = [i[:16] if len(i) == 64 else i for i in ids[:most]]
+    return out + ([f"+{len(ids) - most} more"] if len(ids) > most else [])
 
 
 def _limit(n: int) -> int:
