@@ -127,3 +127,31 @@ def test_thinking_from_another_provider_is_dropped_and_counted(claude):
     res = resume(repo, t.session, "claude-code", env=env, cwd=project, dry_run=True)
     assert res["report"]["thinking_dropped"] == sum(e.kind == "thinking" for e in t.entries)
     assert res["report"]["thinking_kept"] == 0
+
+
+def test_round_trip_claude_code_pi_claude_code(tmp_path, claude):
+    """Claude Code -> pi -> Claude Code keeps prompts, tool calls (names mapped there and
+    back), results and the branch tree; each hop imports as a fork of the one before."""
+    from ctxstore.importers import import_paths
+
+    env, project = claude
+    env = {**env, "PI_CODING_AGENT_DIR": str(tmp_path / "pi")}
+    repo, sid = rc.built_session(tmp_path)
+    source = read_transcript(repo, sid)
+    hops = [source]
+    current = sid
+    for harness in ("pi", "claude-code"):
+        res = resume(repo, current, harness, env=env, cwd=project)
+        report = import_paths(repo, [res["path"]])
+        (nxt,) = [s.session for s in report.sessions if repo.session(s.session).kind != "subagent"]
+        assert repo.session(nxt).parent_session == current
+        current = nxt
+        hops.append(read_transcript(repo, current))
+    back = hops[-1]
+    assert back.prompts() == source.prompts()  # every branch's prompts
+    assert [e.tool for e in back.path() if e.kind == "tool_call"] == ["Bash", "Task", "Edit"]
+    results = [[e.text[:200] for e in t.path() if e.kind == "tool_result"] for t in (source, back)]
+    assert results[0] == results[1]
+    assert len(repo.branches(current)) == 2 and back.has_branches()
+    prompts, calls = read_back(res["report"]["session_id"], project, Path(res["path"]))
+    assert prompts == ["After compaction"] and len(calls) == 1
