@@ -186,3 +186,67 @@ def test_serving_without_the_extra_says_how_to_install_it(env, monkeypatch):
     err = ctx.fails(15, "mcp")
     assert "pip install 'ctxstore[mcp]'" in err
     assert install(ctx, project, "gemini")["action"] == "added"  # install needs no SDK
+
+
+# -- Codex's TOML, whatever else the file holds --------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ctxstore.integrations.mcp import install as inst  # noqa: E402
+
+_names = st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True)
+_values = st.one_of(st.integers(-10**6, 10**6), st.booleans(),
+                    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+                    st.lists(st.text("abc xyz[]#\"'=", max_size=6), max_size=3))
+_tables = st.dictionaries(_names, _values, max_size=3)
+
+
+def _toml(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
+    return str(v)
+
+
+@st.composite
+def codex_files(draw):
+    """TOML text: top-level keys, then tables — some other servers, maybe ours (with a
+    sub-table) anywhere among them — with comments and blank lines between."""
+    lines = [f"{k} = {_toml(v)}" for k, v in draw(_tables).items()]
+    tables = [(f"mcp_servers.{n}", draw(_tables)) for n in draw(st.lists(
+        _names.filter(lambda n: n != "ctxstore"), unique=True, max_size=3))]
+    tables += [(f"profiles.{n}", draw(_tables)) for n in draw(st.lists(_names, unique=True,
+                                                                        max_size=2))]
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(tables)))
+        header = draw(st.sampled_from(["mcp_servers.ctxstore", 'mcp_servers."ctxstore"',
+                                       "mcp_servers . ctxstore"]))
+        ours = [(header, {"command": "old", **draw(_tables)})]
+        if draw(st.booleans()):
+            ours.append(("mcp_servers.ctxstore.env", draw(_tables)))
+        tables[at:at] = ours
+    for name, body in tables:
+        lines += ["", draw(st.sampled_from(["", "# a comment"])), f"[{name}]"]
+        lines += [f"{k} = {_toml(v)}" for k, v in body.items()]
+    return "\n".join(lines) + draw(st.sampled_from(["", "\n", "\n\n"]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=codex_files(), args=st.lists(st.text("abc -/\"\\é\x7f\n😀", min_size=1,
+                                                 max_size=8), max_size=3))
+def test_codex_merge_keeps_every_other_value_and_is_idempotent(text, args, tmp_path_factory):
+    path = tmp_path_factory.mktemp("codex") / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    before = tomllib.loads(text)
+    inst.install("codex", path, "ctx", ["mcp", *args])
+    after = tomllib.loads(path.read_text(encoding="utf-8"))
+    servers = before.setdefault("mcp_servers", {})
+    servers["ctxstore"] = {"command": "ctx", "args": ["mcp", *args]}
+    assert after == before
+    written = path.read_bytes()
+    assert inst.install("codex", path, "ctx", ["mcp", *args])["action"] == "unchanged"
+    assert path.read_bytes() == written

@@ -157,8 +157,9 @@ def _parse_toml(text: str, path: Path) -> dict:
 
 
 def _toml_value(v: Any) -> str:
-    if isinstance(v, str):
-        return json.dumps(v)  # a TOML basic string: JSON's escapes are TOML's
+    if isinstance(v, str):  # a TOML basic string: JSON's escapes are TOML's, except that
+        # TOML has no surrogate pairs (so non-ASCII stays literal) and escapes DEL too
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     raise TypeError(f"no TOML form for {v!r} here")
