@@ -27,7 +27,7 @@ def harnesses() -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def corpus_repo(harness: str) -> tuple[Repository, tuple[str, ...]]:
     """(repository, top-level session ids, sampled) of one harness's corpus folder."""
     require_corpus()

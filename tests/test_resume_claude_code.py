@@ -22,8 +22,12 @@ from tests import resumecases as rc
 from tests.corpus import in_ci
 
 try:
-    from claude_agent_sdk import (get_session_messages, get_subagent_messages, list_sessions,
-                                  list_subagents)
+    from claude_agent_sdk import (
+        get_session_messages,
+        get_subagent_messages,
+        list_sessions,
+        list_subagents,
+    )
 except ImportError:  # the claude-agent-sdk extra
     if in_ci():
         raise

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -63,7 +63,7 @@ def default_path(transcript: Transcript, env: Mapping[str, str],
     found = existing(transcript, env)
     if found is not None:
         return found
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return home(env) / "sessions" / now.strftime("%Y/%m/%d") / \
         f"rollout-{now.strftime('%Y-%m-%dT%H-%M-%S')}-{session_id(transcript)}.jsonl"
 

@@ -18,16 +18,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ..chunking import read_content
 from ..errors import NotFound
 from ..objects import Artifact, Compaction, Event, Message
 from ..objects.frozen import EMPTY, FrozenMap, freeze, thaw
-from ..objects.message import (ImageBlock, SummaryBlock, TextBlock, ThinkingBlock, ToolCallBlock,
-                               ToolResultBlock)
+from ..objects.message import (
+    ImageBlock,
+    SummaryBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from ..repo import Repository
 
 #: Entry kinds. "context" is text the harness injected (Claude Code's isMeta user lines,
@@ -436,8 +442,8 @@ def iso_utc(ts: str) -> str:
         except ValueError:
             when = None
     if when is None:
-        when = datetime.now(timezone.utc)
+        when = datetime.now(UTC)
     elif when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + \
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + \
         f"{when.microsecond // 1000:03d}Z"

@@ -38,7 +38,7 @@ KIND_OF: dict[str, str] = {
     "task": "subagent",
     # Gemini CLI and Qwen Code
     "run_shell_command": "shell", "read_file": "read", "write_file": "write", "replace": "edit",
-    "edit": "edit", "grep_search": "grep", "search_file_content": "grep",
+    "grep_search": "grep", "search_file_content": "grep",
     "list_directory": "list", "write_todos": "todo", "todo_write": "todo", "web_fetch": "web_fetch",
     "google_web_search": "web_search", "web_search": "web_search", "invoke_agent": "subagent",
 }

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
+from .. import convert
 from ..errors import BadRevision, InvalidInput, NotFound, Unsupported
 from ..objects import Event, Session
 from ..repo import Repository
 from ..repo.revparse import resolve_event
-from .. import convert
 from . import harnesses, neutral
 from .records import event_line
 
