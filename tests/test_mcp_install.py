@@ -155,6 +155,8 @@ def test_codex_inline_entry_is_refused_and_left_alone(env):
     ("claude-code", ".mcp.json", '{"mcpServers": {\n  "a": 1,\n}'),
     ("gemini", ".gemini/settings.json", '[1, 2]'),
     ("codex", ".codex/config.toml", 'model = \n'),
+    ("claude-code", ".mcp.json", '{"mcpServers": ["not", "an", "object"]}'),
+    ("codex", ".codex/config.toml", 'mcp_servers = "a string"\n'),
 ])
 def test_a_broken_file_is_named_and_not_touched(env, client, rel, bad):
     ctx, home, project = env
