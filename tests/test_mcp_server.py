@@ -325,3 +325,29 @@ def test_search_offers_an_agent_only_what_its_context_could_hold(store, tmp_path
     (hit,) = artifact["hits"]
     assert hit["snippet"] == "" and "sensitive artifact" in hit["withheld"]
     assert "4111" not in json.dumps(artifact) and "marmotquill" not in json.dumps(artifact["hits"])
+
+
+def test_the_stores_own_redaction_policy_applies(store, tmp_path):
+    """A pattern of the store's policy (docs/redaction.md) redacts MCP answers, as it does
+    built contexts."""
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(store["root"], root)
+    cfg_path = root / ".ctx" / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["redaction"] = {"patterns": {"internal-token": "itk_[A-Za-z0-9]{32}"}}
+    cfg_path.write_text(json.dumps(cfg))
+    token = "itk_" + "Zq9" * 10 + "AB"
+    ctx = Ctx(root)
+    ctx("append", "UserPromptSubmitted", "--actor", "user", "--payload",
+        json.dumps({"text": f"use {token} for the staging api"}))
+
+    async def scenario(s):
+        return await call(s, "session_state")
+
+    state = serve({**store, "root": root})(scenario)
+    assert token not in json.dumps(state)
+    assert state["state"]["goal"]["current_task"] == \
+        "use [REDACTED:internal-token] for the staging api"
+    assert state["redacted"] >= 1
