@@ -10,14 +10,18 @@ import sys
 
 import pytest
 
-pytest.importorskip("mcp")
+from tests.corpus import in_ci, require_corpus
+
+if in_ci():
+    import mcp  # noqa: F401  (CI installs the extra: a missing SDK fails)
+else:
+    pytest.importorskip("mcp")
 
 import anyio  # noqa: E402
 from mcp import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client import ClientSession  # noqa: E402
 
 from tests.clitools import Ctx  # noqa: E402
-from tests.corpus import require_corpus  # noqa: E402
 
 CLAUDE = "claude-code/FIXTURE_claude-code-log_dag-rewind-branch-compact-boundary.jsonl"
 CODEX = "codex/rollout-genuine_v0.58.0_chatbot-ui-lmstudio_019a93b9.jsonl"
