@@ -95,3 +95,39 @@ def test_written_rollout_is_indexed_by_codex_itself(tmp_path):
     seen = codex_reader.read_threads(home, [res["report"]["session_id"]], migrated=False)
     assert res["report"]["session_id"] in seen["listed"]
     assert seen["threads"][res["report"]["session_id"]]["prompts"] == rc.prompts(t)
+
+
+def test_subagent_is_a_spawned_thread_of_its_own(tmp_path):
+    """A subagent becomes a rollout of its own whose session_meta names the parent thread
+    (`source.subagent.thread_spawn`): Codex replays it, its migration keeps the link in the
+    thread index, and ctxstore imports it back as the subagent of the imported session."""
+    import sqlite3
+
+    from ctxstore.importers import import_paths
+
+    codex_reader.require()
+    repo, sid = rc.built_session(tmp_path)
+    home = tmp_path / "codex-home"
+    res = resume(repo, sid, "codex", env={"CODEX_HOME": str(home), "PATH": "/usr/bin:/bin"},
+                 cwd="/tmp")
+    (child_file,) = map(Path, res["files"])
+    written = {p: p.read_bytes() for p in (Path(res["path"]), child_file)}
+    child = child_file.name[-len("00000000-0000-0000-0000-000000000000.jsonl"):-len(".jsonl")]
+    seen = codex_reader.read_threads(home, [child], migrated=False)
+    assert seen["threads"][child]["prompts"] == ["Explore the repo"]
+    assert seen["threads"][child]["answers"] == ["explored"]
+    codex_reader.migrate(home)  # Codex parses it and records the spawn in its thread index
+    (db,) = home.glob("state_*.sqlite")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    (source,) = con.execute("select source from threads where id = ?", (child,)).fetchone()
+    con.close()
+    spawn = json.loads(source)["subagent"]["thread_spawn"]
+    assert spawn["parent_thread_id"] == res["report"]["session_id"]
+    aside = tmp_path / "as-written"
+    aside.mkdir()
+    for path, data in written.items():
+        (aside / path.name).write_bytes(data)
+    fork = rc.reimport(repo, aside / Path(res["path"]).name, sid)
+    report = import_paths(repo, [aside / child_file.name])
+    sub = repo.session(report.sessions[0].session)
+    assert (sub.kind, sub.parent_session) == ("subagent", fork.session)

@@ -12,6 +12,8 @@ imported on first use) provides:
     register(path, transcript, env) -> list[str]   # extra steps the harness needs to list it
     resume_command(transcript, path) -> str        # the harness's own command to continue
     session_id(transcript) -> str                  # the id the written session has there
+    companions(transcript, report, path) -> [(relative path, bytes)]   # optional: files beside
+                                                   # the session (subagents), `ctx resume` only
 
 `write` never touches the file system beyond `out`; porcelain/resume.py does the atomic write.
 """

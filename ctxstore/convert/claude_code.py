@@ -304,7 +304,8 @@ def _fanout(entries: list[Entry]) -> dict[str, int]:
     return counts
 
 
-def companions(transcript: Transcript, report: ConversionReport) -> list[tuple[str, bytes]]:
+def companions(transcript: Transcript, report: ConversionReport,
+               path: Path) -> list[tuple[str, bytes]]:
     """The subagent files beside the session: (path relative to the session file's
     directory, bytes), written by `ctx resume` (an export to one file leaves them out)."""
     sid = session_id(transcript)

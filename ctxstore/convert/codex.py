@@ -14,7 +14,8 @@ Where Codex looks: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-
   `user_message`, `agent_message`, and a `dynamic_tool_call_request` / `_response` pair per
   tool call so each call shows as a tool call item with its arguments and output.
 
-A compaction is a `compacted` line with the summary (Codex rebuilds the history from the user
+Subagents are rollouts of their own beside it (`companions`), linked as Codex links a
+spawned thread. A compaction is a `compacted` line with the summary (Codex rebuilds the history from the user
 messages before it plus the summary, as it does for its own) and a `context_compacted` event.
 `session_meta` carries a `ctxstore` key with the provenance (Codex ignores keys it does not
 know; `ctx import` reads it to link the rollout back to its source session).
@@ -229,26 +230,46 @@ def _ts(ts: str) -> str:
     return iso_utc(ts)
 
 
-def write(transcript: Transcript, out: BinaryIO) -> ConversionReport:
-    """Write TRANSCRIPT's chosen branch as one Codex rollout."""
-    sid = session_id(transcript)
-    report = ConversionReport(NAME, session_id=sid)
+def _rollout(transcript: Transcript, sid: str, report: ConversionReport,
+             source: Any = "cli") -> list[bytes]:
+    """The lines of one rollout: session_meta (with the provenance), then the chosen branch."""
     w = _Writer(transcript, sid, report)
     w.line("session_meta", {
         "id": sid, "timestamp": _ts(transcript.created), "cwd": transcript.cwd,
-        "originator": "ctxstore", "cli_version": WRITER_VERSION, "source": "cli",
+        "originator": "ctxstore", "cli_version": WRITER_VERSION, "source": source,
         "model_provider": "openai",
         PROVENANCE_KEY: {"uri": transcript.provenance(), "session": transcript.session,
                          "branch": transcript.branch, "event": transcript.leaf_event,
                          "source_format": transcript.source_format, "title": transcript.title}})
-    path = transcript.path()
-    w.write_all(path)
-    on_path = {e.id for e in path}
+    w.write_all(transcript.path())
+    return w.lines
+
+
+def write(transcript: Transcript, out: BinaryIO) -> ConversionReport:
+    """Write TRANSCRIPT's chosen branch as one Codex rollout (subagents: `companions`)."""
+    sid = session_id(transcript)
+    report = ConversionReport(NAME, session_id=sid)
+    lines = _rollout(transcript, sid, report)
+    on_path = {e.id for e in transcript.path()}
     report.branches_flattened = sum(1 for e in transcript.entries
                                     if e.id not in on_path and e.parent in on_path)
     report.subagents = len(transcript.subagents)
-    if transcript.subagents:
-        report.notes.append(f"{len(transcript.subagents)} subagent session(s) not written: "
-                            f"their spawning calls and results are")
-    out.writelines(w.lines)
+    out.writelines(lines)
     return report
+
+
+def companions(transcript: Transcript, report: ConversionReport,
+               path: Path) -> list[tuple[str, bytes]]:
+    """Each subagent as its own rollout beside the session's, as Codex writes a spawned
+    thread: `session_meta.source` = `{"subagent": {"thread_spawn": {"parent_thread_id",
+    "depth", ...}}}` (written by `ctx resume`; an export is the one session)."""
+    sid = session_id(transcript)
+    stamp = path.name[len("rollout-"):len("rollout-") + 19]  # the session's own file time
+    out = []
+    for child in transcript.subagents:
+        cid = stable_uuid("codex", sid, "subagent", child.session)
+        spawn = {"thread_spawn": {"parent_thread_id": sid, "depth": 1, "agent_path": None,
+                                  "agent_nickname": child.title[:80] or None, "agent_role": None}}
+        lines = _rollout(child, cid, ConversionReport(NAME, session_id=cid), {"subagent": spawn})
+        out.append((f"rollout-{stamp}-{cid}.jsonl", b"".join(lines)))
+    return out

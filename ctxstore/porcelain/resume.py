@@ -144,7 +144,7 @@ def resume(repo: Repository, rev_or_session: str, harness: str, *, branch: str |
     version = check_version(module, env, force)
     data, report, module = convert(transcript, harness)
     path = Path(module.default_path(transcript, env))
-    extra = module.companions(transcript, report) if hasattr(module, "companions") else []
+    extra = module.companions(transcript, report, path) if hasattr(module, "companions") else []
     result: dict[str, Any] = {
         "harness": harness, "session": transcript.session, "branch": transcript.branch,
         "path": str(path), "written": False, "files": [str(path.parent / rel) for rel, _ in extra],
