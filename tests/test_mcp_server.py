@@ -262,8 +262,13 @@ def test_a_running_server_sees_what_other_processes_write(store, tmp_path):
     shutil.copytree(store["root"], tmp_path / "copy")  # the other tests keep their HEAD
     store = {**store, "root": tmp_path / "copy"}
 
+    async def listing(s):
+        text = (await s.read_resource("ctx://sessions")).contents[0].text
+        return {r["id"]: r["events"] for r in json.loads(text)["sessions"]}
+
     async def scenario(s):
         before = await call(s, "session_state")
+        listed = await listing(s)
         subprocess.run([sys.executable, "-m", "ctxstore.cli", "--store", str(store["root"]),
                         "append", "UserPromptSubmitted", "--actor", "user", "--payload",
                         json.dumps({"text": "quasarwombat arrives later"})],
@@ -272,9 +277,10 @@ def test_a_running_server_sees_what_other_processes_write(store, tmp_path):
         found = await call(s, "search", query="quasarwombat")
         event = json.loads((await s.read_resource(f"ctx://event/{after['event']}"))
                            .contents[0].text)
-        return before, after, found, event
+        return before, after, found, event, listed, await listing(s)
 
-    before, after, found, event = serve(store)(scenario)
+    before, after, found, event, listed, relisted = serve(store)(scenario)
+    assert relisted[after["session"]] == listed[after["session"]] + 1  # not a stale listing
     assert after["event"] != before["event"]
     assert after["state"]["version"] == before["state"]["version"] + 1
     assert [h["event"] for h in found["hits"]] == [after["event"]]

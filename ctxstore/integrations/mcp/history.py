@@ -53,6 +53,7 @@ class History:
         self.views = views
         self.allow_writes = allow_writes
         self.scrubber = Scrubber(repo)
+        self._listed: tuple[tuple, list[dict[str, Any]]] | None = None
 
     # -- where ---------------------------------------------------------------------------------
 
@@ -269,13 +270,21 @@ class History:
                  "created": r["created"], "last_activity": r["last_activity"],
                  "events": r["events"], "branches": sorted(r["branches"]),
                  **({"parent": r["parent"]} if r.get("parent") else {})}
-                for r in self.views.sessions(self.repo)]
+                for r in self._listing()]
         return {"sessions": [self.scrubber.scrub(r, r.get("id")) for r in rows],
                 "redacted": self.scrubber.take_count()}
 
+    def _listing(self) -> list[dict[str, Any]]:
+        """The session listing, listed again only when a session or session-meta ref moved
+        (listing projects every session's title: seconds on a store of a thousand)."""
+        key = tuple(self.repo.refs.iter_refs("refs/session"))
+        if self._listed is None or self._listed[0] != key:
+            self._listed = (key, self.views.sessions(self.repo))
+        return self._listed[1]
+
     def session(self, session: str) -> dict[str, Any]:
         sid = self.repo.resolve_session(session)
-        row = next((r for r in self.views.sessions(self.repo) if r.get("id") == sid), None)
+        row = next((r for r in self._listing() if r.get("id") == sid), None)
         if row is None:
             raise NotFound(f"session {sid[:12]} has no branches")
         state = Projector(self.repo).project(self.locate(sid)[2]).to_dict()
