@@ -124,11 +124,20 @@ def test_search_finds_what_a_writer_just_wrote(tmp_path):
 
 
 def _run_killed(args: list[str], env: dict, after: float) -> int:
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(after)
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGKILL)
-    return proc.wait()
+    """Run ARGS and kill -9 it AFTER seconds; should it finish first (a less loaded machine
+    than when its duration was measured), run it again with half the delay, up to 4 times.
+    Returns the exit code of the last run (-SIGKILL when a kill landed)."""
+    for _ in range(4):
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(after)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        code = proc.wait()
+        if code == -signal.SIGKILL:
+            return code
+        after /= 2
+    return code
 
 
 def _duration(args: list[str], env: dict) -> float:
@@ -157,11 +166,11 @@ def test_kill_9_during_import_then_catch_up_equals_reindex(tmp_path, corpus, fra
     assert len(got["docs"]) >= len(before["docs"])
 
 
-@pytest.mark.parametrize("fraction", [0.5, 0.8])
+@pytest.mark.parametrize("fraction", [0.3, 0.6])
 def test_kill_9_during_catch_up_leaves_an_index_that_catches_up(tmp_path, corpus, fraction):
     ctx = Ctx(tmp_path)
     ctx("init", str(tmp_path))
-    ctx("import", str(corpus / "claude-code"))
+    ctx("import", str(corpus))
     env = {**os.environ, "CTX_DIR": str(tmp_path / ".ctx")}
     cmd = [sys.executable, "-m", "ctxstore.cli", "search", "--reindex"]
     took = _duration(cmd, env)
