@@ -126,3 +126,18 @@ def test_export_converts_a_foreign_session_and_keeps_source_lines_for_its_own(ct
     assert recs[0]["payload"]["ctxstoreProvenance"]["session"].startswith(claude_session)
     prompts = [r["payload"]["message"] for r in recs if r["payload"].get("type") == "user_message"]
     assert prompts == ["Start", "Second attempt", "Keep going", "After compaction"]
+
+
+def test_a_session_made_with_ctx_converts_too(tmp_path, monkeypatch):
+    """A native session (ctx demo: events written through ContextManager, no source lines)."""
+    c = Ctx(tmp_path)
+    c("init", str(tmp_path))
+    c("demo")
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    res = c.json("resume", "HEAD", "--in", "codex")
+    rep = res["report"]
+    assert (rep["prompts"], rep["compactions"]) == (1, 1) and rep["tool_calls"] >= 4
+    assert rep["tool_calls_mapped"] >= 3 and rep["tool_results"] == rep["tool_calls"]
+    recs = [json.loads(x) for x in open(res["path"], encoding="utf-8").read().split("\n") if x]
+    assert recs[0]["payload"]["ctxstoreProvenance"]["source_format"] == "ctxstore"
