@@ -22,6 +22,9 @@ Three shapes, told apart by their first bytes (docs/harnesses/gemini.md has the 
   message, timestamp}`): one prompt-log session per sessionId (origin `{id: sessionId,
   agent_id: "logs"}`, beside the chat session of that id, whichever is imported first).
 
+A recording ctxstore converted (`ctx resume --in gemini`) names its source in the metadata's
+`ctxstore` key: the import is a fork of that session (ctxstore.convert.import_link).
+
 A subagent session (`kind: "subagent"`) is a child of the session named by its folder, and of
 the `invoke_agent` (or named agent tool) call whose record carries its `agentId` when both are
 imported together. No path from the data is ever opened.
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonparse
+from ..convert import PROVENANCE_KEY, import_link
 from ..errors import InvalidInput
 from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from ..state.prompts import prompt_text, title_of
@@ -582,9 +586,14 @@ def _builder(ctx: ImportContext, path: Path, meta: dict, form: str,
     cwd = ""
     if kind == "subagent" and isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
         cwd = dirs[0]  # a subagent records the workspace directories, the project root first
+    # a recording ctx resume/export wrote links back to the session it came from
+    link = {} if parent_id else import_link(ctx.repo, meta.get(PROVENANCE_KEY))
+    origin.update(link.pop("origin", {}))
     b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
-                       ts=str(meta.get("startTime") or ""), nonce=source, origin=origin, kind=kind,
-                       title=title, parent_session=parent, spawn_event=spawn, cwd=cwd)
+                       ts=str(meta.get("startTime") or ""), nonce=source, origin=origin,
+                       kind=link.pop("kind", kind), title=title,
+                       parent_session=link.pop("parent_session", parent),
+                       spawn_event=link.pop("spawn_event", spawn), cwd=cwd)
     return b, source, kind
 
 

@@ -5,7 +5,9 @@ and a compaction's `firstKeptEntryIndex` counts the header as entry 0. v3 entrie
 `id`/`parentId` tree: an entry whose parent is not the previous entry is a navigation in the
 tree, so a new branch starts there (`main` is the line holding the last entry). Compactions
 name their first kept entry; the replaced events are those before it back to the previous
-compaction's range. Tool results pair with `toolCall` blocks by id.
+compaction's range. Tool results pair with `toolCall` blocks by id. A header with a
+`ctxstore` key is a session ctxstore converted (`ctx resume --in pi`): the import is a fork of
+the session it names (ctxstore.convert.import_link), not an unrelated session.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..convert import PROVENANCE_KEY, import_link
 from ..objects import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from ..state.prompts import prompt_text, title_of
 from .common import (
@@ -91,10 +94,15 @@ def open_file(ctx: ImportContext, path: Path) -> PiFile:
         if not parent:
             ctx.report.notes.append(f"{path.name}: forked from {parent_path}, not imported; "
                                     f"link kept in the session origin only")
+    # a file ctx resume/export wrote links back to the session it came from
+    link = {} if parent_path else import_link(ctx.repo, header.get(PROVENANCE_KEY))
+    origin.update(link.pop("origin", {}))
     b = SessionBuilder(ctx, fmt=FMT, file=path.name, source_id=source,
                        ts=header.get("timestamp", ""), nonce=source, origin=origin,
-                       kind="fork" if parent_path else "main", cwd=str(header.get("cwd") or ""),
-                       title=_first_prompt_title(path), parent_session=parent)
+                       kind=link.pop("kind", "fork" if parent_path else "main"),
+                       cwd=str(header.get("cwd") or ""), title=_first_prompt_title(path),
+                       parent_session=link.pop("parent_session", parent),
+                       spawn_event=link.pop("spawn_event", ""))
     return PiFile(b, tree=isinstance(version, int) and version >= 2)
 
 
@@ -220,14 +228,19 @@ class PiFile:
     def compaction(self, rec: dict, n: int, ts: str) -> None:
         b = self.b
         kept = ""
-        if isinstance(rec.get("firstKeptEntryId"), str):
+        # naming itself, it keeps nothing before it (how ctxstore's conversions say so)
+        keeps_none = rec.get("id") is not None and rec.get("firstKeptEntryId") == rec.get("id")
+        if keeps_none:
+            pass
+        elif isinstance(rec.get("firstKeptEntryId"), str):
             kept = self.by_id.get(rec["firstKeptEntryId"], ("", 0))[0]
         elif isinstance(rec.get("firstKeptEntryIndex"), int):
             i = rec["firstKeptEntryIndex"]
             kept = self.by_index[i] if 0 <= i < len(self.by_index) else ""
         if not kept:
-            b.ctx.warn(b.file, n, "compaction names a first kept entry that is not in the file; "
-                                  "treated as keeping nothing")
+            if not keeps_none:
+                b.ctx.warn(b.file, n, "compaction names a first kept entry that is not in the "
+                                      "file; treated as keeping nothing")
             source = None
         else:
             source = self._replaced(kept)

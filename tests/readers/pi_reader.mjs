@@ -43,7 +43,8 @@ function message(m) {
 
 function entry(e) {
 	const out = { id: e.id, parentId: e.parentId, type: e.type };
-	if (e.type === "message") out.role = e.message.role;
+	if (e.type === "message") out.message = message(e.message);
+	if (e.type === "custom_message") out.text = text(e.content);
 	if (e.type === "compaction") {
 		out.firstKeptEntryId = e.firstKeptEntryId;
 		out.summary = e.summary;
