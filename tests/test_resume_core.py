@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxstore.convert import import_link, read_transcript, target, toolmap
@@ -142,3 +142,39 @@ def test_writers_say_where_they_came_from(built):
         first = json.loads(buf.getvalue().split(b"\n", 1)[0])
         where = first.get("ctxstoreProvenance") or first["payload"]["ctxstoreProvenance"]
         assert where["uri"] == t.provenance() and where["session"] == sid
+
+
+@given(st.lists(st.text(), min_size=1, max_size=3),
+       st.dictionaries(st.text(max_size=8), st.text(max_size=20), max_size=3))
+@settings(max_examples=40, deadline=None)
+def test_any_text_stays_text_in_every_writer(prompts, args):
+    """Whatever a prompt, an argument or a result holds, each writer gives one JSON record
+    per line and the prompts, call arguments and results come out as they went in."""
+    import io
+
+    from ctxstore import ContextManager
+    from ctxstore.repo import Repository
+
+    repo = Repository.memory()
+    cm = ContextManager.start(repo, "p", "")
+    for i, text in enumerate(prompts):
+        cm.add_user_message(text)
+        cm.add_assistant_message(tool_calls=[{"id": f"c{i}", "name": "mcp__x", "args": args}])
+        cm.record_tool_result(f"c{i}", text)
+    t = read_transcript(repo, cm.session)
+    for name in ("claude-code", "codex"):
+        buf = io.BytesIO()
+        target(name).write(t, buf)
+        recs = [json.loads(x) for x in buf.getvalue().split(b"\n") if x]
+        blob = json.dumps(recs, ensure_ascii=False)
+        for text in prompts:
+            assert json.dumps(text, ensure_ascii=False)[1:-1] in blob
+        if name == "codex":
+            got = [r["payload"]["message"] for r in recs if r["payload"].get("type") == "user_message"]
+            calls = [json.loads(r["payload"]["arguments"]) for r in recs
+                     if r["payload"].get("type") == "function_call"]
+        else:
+            got = [r["message"]["content"] for r in recs if r.get("type") == "user"
+                   and isinstance(r["message"]["content"], str) and not r.get("isMeta")]
+            calls = [r["message"]["content"][0]["input"] for r in recs if r.get("type") == "assistant"]
+        assert got == prompts and calls == [args] * len(prompts)
