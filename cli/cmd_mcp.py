@@ -72,16 +72,26 @@ def mcp_group(ctx: click.Context, store_path: str | None, allow_writes: bool) ->
     serve(History(state.repo, porcelain_views(), allow_writes=allow_writes))
 
 
+def _where(f):
+    """CLIENT and which of its files: the options install and uninstall share."""
+    for deco in reversed((
+            click.argument("client", type=CLIENTS),
+            click.option("--project", "scope", flag_value="project", default=True,
+                         help="This project's file, shared through version control (the "
+                              "default): .mcp.json, .gemini/settings.json or "
+                              ".codex/config.toml."),
+            click.option("--user", "scope", flag_value="user",
+                         help="Your own file for every project: ~/.claude.json, "
+                              "~/.gemini/settings.json or ~/.codex/config.toml."),
+            click.option("--dir", "project", metavar="DIR", default=None,
+                         help="The project directory for --project (default: the current "
+                              "one)."))):
+        f = deco(f)
+    return f
+
+
 @mcp_group.command("install")
-@click.argument("client", type=CLIENTS)
-@click.option("--project", "scope", flag_value="project", default=True,
-              help="This project's file, shared through version control (the default): "
-                   ".mcp.json, .gemini/settings.json or .codex/config.toml.")
-@click.option("--user", "scope", flag_value="user",
-              help="Your own file for every project: ~/.claude.json, ~/.gemini/settings.json "
-                   "or ~/.codex/config.toml.")
-@click.option("--dir", "project", metavar="DIR", default=None,
-              help="The project directory for --project (default: the current one).")
+@_where
 @click.option("--pin-store", is_flag=True,
               help="With --user: name this store's absolute path in the command (default: "
                    "the server finds the store from the directory it starts in).")
@@ -118,3 +128,28 @@ def mcp_install_cmd(state, client: str, scope: str, project: str | None, pin_sto
     click.echo(f"{verb} MCP server {res['server']} in {res['path']} ({res['command_line']})")
     if res["note"]:
         click.echo(f"note: {res['note']}", err=True)
+
+
+@mcp_group.command("uninstall")
+@_where
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; write nothing.")
+@click.option("--json", "as_json", is_flag=True)
+def mcp_uninstall_cmd(client: str, scope: str, project: str | None, dry_run: bool,
+                      as_json: bool) -> None:
+    """Remove the ctxstore server from CLIENT's MCP configuration; nothing else changes.
+
+    \b
+    Examples:
+      ctx mcp uninstall claude-code
+      ctx mcp uninstall codex --user
+    """
+    from ctxstore.integrations.mcp import install as inst
+
+    res = inst.uninstall(client, inst.config_path(client, scope, project), dry_run=dry_run)
+    if as_json:
+        emit_json(res)
+    elif res["removed"] is None:
+        click.echo(f"No MCP server {res['server']} in {res['path']}")
+    else:
+        click.echo(f"{'Would have removed' if dry_run else 'Removed'} MCP server "
+                   f"{res['server']} from {res['path']}")

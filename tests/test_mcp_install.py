@@ -252,3 +252,33 @@ def test_codex_merge_keeps_every_other_value_and_is_idempotent(text, args, tmp_p
     written = path.read_bytes()
     assert inst.install("codex", path, "ctx", ["mcp", *args])["action"] == "unchanged"
     assert path.read_bytes() == written
+    assert inst.uninstall("codex", path)["action"] == "removed"
+    gone = tomllib.loads(path.read_text(encoding="utf-8"))
+    del servers["ctxstore"]
+    if not servers and "mcp_servers" not in gone:  # the table existed only as ours
+        del before["mcp_servers"]
+    assert gone == before
+    assert inst.uninstall("codex", path)["action"] == "unchanged"
+
+
+@pytest.mark.parametrize("client,rel", [("claude-code", ".mcp.json"),
+                                        ("gemini", ".gemini/settings.json"),
+                                        ("codex", ".codex/config.toml")])
+def test_uninstall_removes_only_our_entry(env, client, rel):
+    ctx, home, project = env
+    path = project / rel
+    path.parent.mkdir(exist_ok=True)
+    if client == "codex":
+        path.write_text('model = "o3"\n\n[mcp_servers.other]\ncommand = "other"\n')
+    else:
+        path.write_text(json.dumps({"theme": "dark", "mcpServers": {"other": {"command": "o"}}}))
+    before = path.read_text()
+    parse = tomllib.loads if client == "codex" else json.loads
+    install(ctx, project, client)
+    dry = ctx.json("mcp", "uninstall", client, "--dir", str(project), "--dry-run")
+    assert dry["action"] == "removed" and not dry["written"] and "ctxstore" in path.read_text()
+    res = ctx.json("mcp", "uninstall", client, "--dir", str(project))
+    assert res["action"] == "removed" and res["removed"]["args"] == ["mcp"]
+    assert parse(path.read_text()) == parse(before)
+    out = ctx("mcp", "uninstall", client, "--dir", str(project)).stdout
+    assert out.startswith("No MCP server ctxstore in ")

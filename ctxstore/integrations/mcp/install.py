@@ -99,27 +99,46 @@ def install(client: str, path: Path, command: str, args: list[str], *,
             dry_run: bool = False) -> dict[str, Any]:
     """Merge our entry into PATH; returns {client, path, server, entry, action, written}."""
     new = entry(_client(client), command, args)
-    if client == "codex":
-        old, text = _codex_merge(path, new)
-    else:
-        value = _read_json(path)
-        servers = value.setdefault("mcpServers", {})
-        if not isinstance(servers, dict):
-            raise InvalidInput(f"{path}: \"mcpServers\" is not an object; left as it is")
-        old = servers.get(SERVER)
-        servers[SERVER] = new
-        text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    old, written = _apply(client, path, new, dry_run)
     action = "unchanged" if old == new else ("updated" if old is not None else "added")
-    written = action != "unchanged" and not dry_run
-    if written:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with replace_user_file(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
     note = "" if os.path.isabs(command) or shutil.which(command) else (
         f"`{command}` is not on this PATH: the client finds it only if its PATH has it")
     return {"client": client, "path": str(path), "server": SERVER, "entry": new,
             "action": action, "written": written, "dry_run": dry_run,
             "command_line": shlex.join([command, *args]), "note": note}
+
+
+def uninstall(client: str, path: Path, *, dry_run: bool = False) -> dict[str, Any]:
+    """Remove our entry (only it) from PATH; returns {client, path, server, removed, written}."""
+    old, written = _apply(_client(client), path, None, dry_run)
+    return {"client": client, "path": str(path), "server": SERVER, "removed": old,
+            "action": "removed" if old is not None else "unchanged", "written": written,
+            "dry_run": dry_run}
+
+
+def _apply(client: str, path: Path, new: dict[str, Any] | None, dry_run: bool
+           ) -> tuple[Any, bool]:
+    """Set our entry to NEW (None: remove it); (the old entry or None, whether PATH was
+    written)."""
+    if client == "codex":
+        old, text = _codex_merge(path, new)
+    else:
+        value = _read_json(path)
+        servers = value.get("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise InvalidInput(f"{path}: \"mcpServers\" is not an object; left as it is")
+        old = servers.pop(SERVER, None)
+        if new is not None:
+            value["mcpServers"] = {**servers, SERVER: new}
+        elif "mcpServers" in value and not servers:
+            del value["mcpServers"]
+        text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    written = old != new and not dry_run
+    if written:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with replace_user_file(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return old, written
 
 
 def _read_text(path: Path) -> str:
@@ -165,16 +184,16 @@ def _toml_value(v: Any) -> str:
     raise TypeError(f"no TOML form for {v!r} here")
 
 
-def _codex_merge(path: Path, new: dict[str, Any]) -> tuple[Any, str]:
-    """(our old entry or None, the file's new text)."""
+def _codex_merge(path: Path, new: dict[str, Any] | None) -> tuple[Any, str]:
+    """(our old entry or None, the file's new text with our table set to NEW, or removed)."""
     text = _read_text(path)
     before = _parse_toml(text, path)
     servers = before.get("mcp_servers", {})
     if not isinstance(servers, dict):
         raise InvalidInput(f"{path}: mcp_servers is not a table; left as it is")
     old = servers.get(SERVER)
-    table = f"[mcp_servers.{SERVER}]\n" + "".join(f"{k} = {_toml_value(v)}\n"
-                                                  for k, v in new.items())
+    table = "" if new is None else f"[mcp_servers.{SERVER}]\n" + "".join(
+        f"{k} = {_toml_value(v)}\n" for k, v in new.items())
     lines = text.splitlines(keepends=True)
     start = end = None
     for i, line in enumerate(lines):
@@ -190,19 +209,22 @@ def _codex_merge(path: Path, new: dict[str, Any]) -> tuple[Any, str]:
         raise _by_hand(path, new)
     if start is None:
         sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-        out = text + sep + table
+        out = text + sep + table if table else text
     else:
         end = len(lines) if end is None else end
         rest = "".join(lines[end:])
-        out = "".join(lines[:start]) + table + ("\n" + rest if rest else "")
-    expect = {**before, "mcp_servers": {**servers, SERVER: new}}
-    if _parse_toml(out, path) != expect:
+        out = "".join(lines[:start]) + table + ("\n" + rest if rest and table else rest)
+    others = {k: v for k, v in servers.items() if k != SERVER}
+    expect = {**before, "mcp_servers": others if new is None else {**others, SERVER: new}}
+    after = _parse_toml(out, path)
+    if after != expect and not (new is None and not others and after == {
+            k: v for k, v in expect.items() if k != "mcp_servers"}):
         raise _by_hand(path, new)
     return old, out
 
 
-def _by_hand(path: Path, new: dict[str, Any]) -> InvalidInput:
-    body = "; ".join(f"{k} = {_toml_value(v)}" for k, v in new.items())
+def _by_hand(path: Path, new: dict[str, Any] | None) -> InvalidInput:
+    what = "remove it by hand" if new is None else "set it by hand to " + "; ".join(
+        f"{k} = {_toml_value(v)}" for k, v in new.items())
     return InvalidInput(f"{path}: [mcp_servers.{SERVER}] is written in a form ctx does not "
-                        f"rewrite (inline or dotted keys); left as it is: set it by hand to "
-                        f"{body}")
+                        f"rewrite (inline or dotted keys); left as it is: {what}")
