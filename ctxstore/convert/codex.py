@@ -177,7 +177,9 @@ class _Writer:
         self.end_turn()
 
     def thinking(self, e: Entry) -> None:
-        if not (e.provider == "openai" and e.signature):
+        # only Codex's own records hold OpenAI's encrypted reasoning as it must be sent back;
+        # another harness's "signature" for a GPT model is in that harness's shape
+        if not (e.provider == "openai" and e.signature and self.t.source_format == "codex"):
             self.report.thinking_dropped += 1
             return
         self.report.thinking_kept += 1

@@ -124,9 +124,9 @@ def _target_cwd(transcript: Transcript, cwd: str | None) -> str:
     """Where the user continues: CWD if given, else the session's directory when it exists
     here, else the current directory (Claude Code files sessions by project directory)."""
     if cwd:
-        return os.path.abspath(cwd)
+        return os.path.realpath(cwd)  # what the harness's own getcwd() will say
     if transcript.cwd and os.path.isdir(transcript.cwd):
-        return transcript.cwd
+        return os.path.realpath(transcript.cwd)
     return os.getcwd()
 
 
