@@ -176,14 +176,12 @@ def log_cmd(state, rev, n, oneline, graph, all_, first_parent, types, actors, gr
         if oneline or graph:
             click.echo(f"{lead}{style(short(eid, 10), fg='yellow')}{dec}{merge} "
                        f"{style(ev.type, bold=True)} {_describe(repo, ev, 72, cwd, tools)}")
-        else:
-            click.echo(style(f"event {eid}", fg="yellow") + dec + merge)
-            click.echo(f"Type:   {ev.type}   Actor: {ev.actor}   Generation: {ev.generation}")
-            click.echo(f"Date:   {ev.ts}")
+        else:  # one write per event: click.echo costs more than the formatting
             summary = _describe(repo, ev, 200, cwd, tools)
-            if summary:
-                click.echo(f"\n    {summary}")
-            click.echo("")
+            click.echo("\n".join([
+                style(f"event {eid}", fg="yellow") + dec + merge,
+                f"Type:   {ev.type}   Actor: {ev.actor}   Generation: {ev.generation}",
+                f"Date:   {ev.ts}", *((f"\n    {summary}",) if summary else ()), ""]))
 
 
 @cli.command("show")

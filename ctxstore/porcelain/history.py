@@ -9,7 +9,6 @@ from ..objects import Event, StoredObject, thaw
 from ..refs import HEAD, check_ref_name, split_branch_ref
 from ..repo import Repository
 from ..repo.revparse import reflog_ref_name, resolve_event, resolve_object, resolve_ref_name
-from .session_meta import read_meta
 
 if TYPE_CHECKING:
     from ..objects.message import Message
@@ -217,6 +216,8 @@ def status(repo: Repository, recent: int = 5) -> dict[str, Any]:
                             "detached": cur.ref is None}
     session = cur.session or (repo.session_of_event(cur.tip) if cur.tip else None)
     if session:
+        from .session_meta import read_meta  # status only: `ctx log` and `show` never need it
+
         meta = read_meta(repo, session)
         info["session"] = session
         info["title"] = meta.title

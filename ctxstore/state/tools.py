@@ -23,7 +23,10 @@ The rules come from each harness's documented tool schemas, not from any one tra
 - pi: `read`/`write`/`edit` take `path`; `bash` runs `command`; `isError` marks failures.
 
 Harness authors register their own tools with `register_tool` (docs/context.md); a name is
-looked up for the session's harness first, then in any harness.
+looked up for the session's harness first, then in any harness (the first three harnesses'
+descriptions first, then the later ones in `LATER` order, then the rest in the order they were
+registered). The later harnesses' tables (state/toolsets/) load on first need: rendering a
+call by a name the first three describe (`ctx log`) does not pay for eight more tables.
 """
 
 from __future__ import annotations
@@ -99,6 +102,32 @@ class ToolSpec:
 
 _REGISTRY: dict[tuple[str, str], ToolSpec] = {}
 _BY_NAME: dict[str, list[ToolSpec]] = {}
+#: The harnesses described in this module, and those whose tables state/toolsets/ holds.
+FIRST = ("claude-code", "codex", "pi")
+LATER = ("aider", "cline", "copilot", "cursor", "gemini", "goose", "opencode", "qwen")
+_RANK = {h: i for i, h in enumerate((*FIRST, *LATER))}
+_later_loaded = False
+
+
+def _load_later() -> None:
+    """Register the later harnesses' tables (once; a toolset imported on its own first only
+    registered itself)."""
+    global _later_loaded
+    if not _later_loaded:
+        _later_loaded = True
+        from . import toolsets  # noqa: F401
+
+
+def _put(spec: ToolSpec) -> ToolSpec:
+    old = _REGISTRY.get((spec.harness, spec.name))
+    _REGISTRY[(spec.harness, spec.name)] = spec
+    specs = _BY_NAME.setdefault(spec.name, [])
+    if old is not None:
+        specs.remove(old)
+    specs.append(spec)
+    # the look-up order by name does not depend on which table loaded first (stable sort)
+    specs.sort(key=lambda s: _RANK.get(s.harness, len(_RANK)))
+    return spec
 
 
 def register_tool(harness: str, name: str, effects: EffectsFn,
@@ -109,17 +138,12 @@ def register_tool(harness: str, name: str, effects: EffectsFn,
     `effects(args) -> tuple[Effect, ...]` must accept any value (arguments can be a string, a
     list, or damaged); `outcome(result_text, is_error) -> "ok" | "error" | "denied"`.
     """
-    spec = ToolSpec(harness, name, effects, outcome or default_outcome, reads_result, doc)
-    old = _REGISTRY.get((harness, name))
-    _REGISTRY[(harness, name)] = spec
-    specs = _BY_NAME.setdefault(name, [])
-    if old is not None:
-        specs.remove(old)
-    specs.append(spec)
-    return spec
+    _load_later()  # a built-in table loaded later must not replace this description
+    return _put(ToolSpec(harness, name, effects, outcome or default_outcome, reads_result, doc))
 
 
 def unregister_tool(harness: str, name: str) -> None:
+    _load_later()
     spec = _REGISTRY.pop((harness, name), None)
     if spec is not None:
         _BY_NAME[name].remove(spec)
@@ -127,20 +151,27 @@ def unregister_tool(harness: str, name: str) -> None:
 
 def tool_spec(name: str, harness: str = "") -> ToolSpec | None:
     """The description of NAME: HARNESS's own first, else the first harness that has it."""
+    if harness and harness not in FIRST:
+        _load_later()
     spec = _REGISTRY.get((harness, name)) if harness else None
     if spec is not None:
         return spec
     specs = _BY_NAME.get(name)
+    if not (specs and specs[0].harness in FIRST):  # a later table may have it, or come first
+        _load_later()
+        specs = _BY_NAME.get(name)
     return specs[0] if specs else None
 
 
 def is_ambiguous(name: str) -> bool:
     """Whether more than one harness describes a tool of this name (the call's harness then
     decides, read from its message's provenance)."""
+    _load_later()
     return len(_BY_NAME.get(name, ())) > 1
 
 
 def registered_tools() -> list[tuple[str, str]]:
+    _load_later()
     return sorted(_REGISTRY)
 
 
@@ -399,7 +430,7 @@ def command_outcome(text: str, is_error: bool, effects: tuple = ()) -> str:
 def _register_all(harness: str, table: Iterable[tuple[str, EffectsFn]],
                   outcome: OutcomeFn | None = None, reads_result: bool = False) -> None:
     for name, fn in table:
-        register_tool(harness, name, fn, outcome, reads_result=reads_result)
+        _put(ToolSpec(harness, name, fn, outcome or default_outcome, reads_result))
 
 
 _register_all("claude-code", (
@@ -461,6 +492,3 @@ def register_tools(harness: str, table: Iterable[tuple[str, EffectsFn]],
                    outcome: OutcomeFn | None = None, reads_result: bool = False) -> None:
     """Describe a harness's tools at once (the toolsets package uses it for each harness)."""
     _register_all(harness, table, outcome, reads_result)
-
-
-from . import toolsets  # noqa: E402,F401  (the added harnesses' tables; they need the above)
