@@ -146,9 +146,13 @@ def test_recall_by_summary_finds_the_branch_that_holds_it(store):
         cid = everything["events"][0]["compaction"]
         by_summary = await call(s, "recall", summary=cid[:12])  # HEAD is another session
         wrong = await call_error(s, "recall", summary=store["secret_event"])
-        return everything, by_summary, wrong
+        hits = (await call(s, "search", query="start", session=claude))["hits"]
+        (hit,) = [h for h in hits if h["replaced_by"]][:1]
+        via_hit = await call(s, "recall", summary=hit["replaced_by"])
+        return everything, by_summary, wrong, hit, via_hit
 
-    everything, by_summary, wrong = serve(store)(scenario)
+    everything, by_summary, wrong, hit, via_hit = serve(store)(scenario)
+    assert hit["event"] in [e["event"] for e in via_hit["events"]]  # search -> its summary
     assert by_summary["session"] == claude
     assert [e["event"] for e in by_summary["events"]] == [e["event"] for e in everything["events"]]
     assert "not a compaction record" in wrong

@@ -57,8 +57,9 @@ TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
     "recall": (
         "The raw events that compaction summaries replaced on a branch (compaction deletes "
         "nothing), with the artifacts they name. `summary`: a compaction record id, to get "
-        "only what that summary replaced; `event`: look back from this event (e.g. a "
-        "CompactionCompleted event); default the current branch. `query` ranks them (BM25).",
+        "only what that summary replaced (a search hit's `replaced_by` is one); `event`: look "
+        "back from this event (e.g. a CompactionCompleted event); default the current "
+        "branch. `query` ranks them (BM25). One event whole: the ctx://event/{id} resource.",
         READ),
     "context": (
         "What ctxstore would compile for the model at a point of a session under a token "
