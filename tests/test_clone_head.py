@@ -48,4 +48,4 @@ def test_clone_attaches_head_to_the_newest_top_level_session(tmp_path):
     assert f"HEAD -> {newest[:12]}/main (the newest top-level session" in res.stdout
     res = runner.invoke(cli, ["--store", str(tmp_path / "b"), "status", "--json"])
     assert res.exit_code == 0, res.output
-    assert '"session": "%s"' % newest in res.stdout and subagent not in res.stdout
+    assert f'"session": "{newest}"' in res.stdout and subagent not in res.stdout

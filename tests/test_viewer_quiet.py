@@ -77,7 +77,8 @@ def test_the_page_leaves_out_bookkeeping_and_empty_responses(ctx):
     # ... and the states are those of every event, as `ctx state` folds them
     tip = quiet["events"][-1]
     states = quiet["states"]
-    state = dict(zip(states["fields"], (states["values"][j] for j in states["states"][tip["si"]])))
+    state = dict(zip(states["fields"], (states["values"][j] for j in states["states"][tip["si"]]),
+                     strict=True))
     repo = Repository.open(ctx.root)
     try:
         assert state == model.state_dict(Projector(repo).project(tip["id"]))
