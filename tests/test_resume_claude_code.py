@@ -111,6 +111,13 @@ def test_built_session_branches_compaction_subagent_and_large_output(tmp_path, c
     assert prompts[-1] == "First attempt" and "Second attempt" not in prompts
     back = rc.reimport(repo, Path(res["path"]), sid)
     (rewind,) = set(repo.branches(back.session)) - {"main"}  # the tree came back: two branches
+    # the folder, subagent file included: the subagent is the fork's, spawned by its Task call
+    from ctxstore.importers import import_paths
+
+    report = import_paths(repo, [Path(res["path"]).parent])
+    (child,) = [repo.session(s.session) for s in report.sessions
+                if repo.session(s.session).kind == "subagent"]
+    assert child.parent_session == back.session and child.spawn_event
     assert rc.prompts(read_transcript(repo, back.session, rewind))[-1] == "First attempt"
 
 

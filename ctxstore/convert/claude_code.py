@@ -96,6 +96,7 @@ class _Writer:
         self.call_ids: dict[str, str] = {}
         self.turn: dict[str, str] = {}  # entry id -> assistant message id of its turn
         self.lines: list[bytes] = []
+        self.spawned: dict[str, str] = {}  # call id -> the child session it spawned
 
     def uuid(self, entry_id: str) -> str:
         if entry_id not in self.uuids:
@@ -125,6 +126,7 @@ class _Writer:
         return rec
 
     def write_all(self, entries: list[Entry]) -> None:
+        self.spawned = {e.call_id: e.subagent for e in entries if e.kind == "tool_call" and e.subagent}
         no_result = unanswered(entries)
         no_call = orphaned(entries)
         index = {e.id: e for e in entries}
@@ -230,7 +232,10 @@ class _Writer:
         rec["message"] = {"role": "user", "content": [{"type": "tool_result",
                           "tool_use_id": self.call_id(e.call_id), "content": content,
                           "is_error": e.is_error}]}
-        rec["toolUseResult"] = text if len(text) < 4096 else text[:4096]
+        child = self.spawned.get(e.call_id)
+        if child:  # as Claude Code records a finished subagent: its id names the agent file
+            rec["toolUseResult"] = {"status": "completed", "agentId": agent_id(self.sid, child),
+                                    "content": [{"type": "text", "text": text}]}
         self.emit(rec)
 
     def synthetic_result(self, call: Entry) -> None:
@@ -304,6 +309,11 @@ def _fanout(entries: list[Entry]) -> dict[str, int]:
     return counts
 
 
+def agent_id(sid: str, child_session: str) -> str:
+    """The agent id of a subagent in session SID (its file is `agent-<id>.jsonl`)."""
+    return "a" + stable_uuid(sid, "agent", child_session).replace("-", "")[:16]
+
+
 def companions(transcript: Transcript, report: ConversionReport,
                path: Path) -> list[tuple[str, bytes]]:
     """The subagent files beside the session: (path relative to the session file's
@@ -311,7 +321,7 @@ def companions(transcript: Transcript, report: ConversionReport,
     sid = session_id(transcript)
     out: list[tuple[str, bytes]] = []
     for child in transcript.subagents:
-        agent = "a" + stable_uuid(sid, "agent", child.session).replace("-", "")[:16]
+        agent = agent_id(sid, child.session)
         w = _Writer(child, sid, ConversionReport(NAME), sidechain=agent)
         w.write_all(list(child.path()))
         meta = {"agentType": "general-purpose", "description": child.title}
