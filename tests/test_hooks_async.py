@@ -308,3 +308,29 @@ def test_a_lagging_answer_is_kept_then_reconciled(tmp_path):
     assert _captured(ctx_dir) == _imported(folder, tmp_path / "ref2")
     _fire(stop, proj, wait=True)  # the same Stop once the line is there: nothing kept
     assert _captured(ctx_dir) == _imported(folder, tmp_path / "ref3")
+
+
+def test_a_lagging_compact_summary_is_kept_then_reconciled(tmp_path):
+    src = require_corpus() / "claude-code" / \
+        "ccl_experiments-ideas_progress-file-history-snapshot_v2.1.42.jsonl"
+    lines = src.read_bytes().splitlines(keepends=True)
+    last = json.loads(lines[-1])
+    summary = "The user compared dev-docs/ and work/; five weak points were listed."
+    boundary = {"type": "user", "isCompactSummary": True, "uuid": "c0ffee00-0000-4000-8000-1",
+                "parentUuid": last["uuid"], "sessionId": last["sessionId"],
+                "timestamp": last["timestamp"], "cwd": last.get("cwd", ""),
+                "message": {"role": "user", "content": "This session is being continued from "
+                            f"a previous conversation.\n\nSummary:\n{summary}"}}
+    proj, folder, ctx_dir = _history(tmp_path)
+    t = folder / "s.jsonl"
+    t.write_bytes(b"".join(lines))
+    data = {"transcript_path": str(t), "cwd": str(proj), "hook_event_name": "PostCompact",
+            "compact_summary": summary}
+    [eid] = hook.run_hook(json.dumps(data))["provisional"]
+    got = _captured(ctx_dir)
+    [sid] = got
+    assert got[sid]["live-pending"] == eid
+    with open(t, "ab") as fh:
+        fh.write((json.dumps(boundary) + "\n").encode())
+    assert hook.run_hook(json.dumps(data))["provisional"] == []
+    assert _captured(ctx_dir) == _imported(folder, tmp_path / "ref")
