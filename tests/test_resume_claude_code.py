@@ -116,8 +116,8 @@ def test_built_session_branches_compaction_subagent_and_large_output(tmp_path, c
 
     report = import_paths(repo, [Path(res["path"]).parent])
     (child,) = [repo.session(s.session) for s in report.sessions
-                if repo.session(s.session).kind == "subagent"]
-    assert child.parent_session == back.session and child.spawn_event
+                if repo.session(s.session).parent_session == back.session]
+    assert child.kind == "subagent" and child.spawn_event
     assert rc.prompts(read_transcript(repo, back.session, rewind))[-1] == "First attempt"
 
 
