@@ -59,9 +59,11 @@ def search_cmd(state, query, limit, harness, cwd, since, until, types, tool, fil
     « »; `ctx show EVENT` opens it (a memory: `ctx memory show ID`). A hit on an event a
     compaction replaced says `(replaced by COMPACTION)`. Exit 1 when nothing matches.
 
-    Bare words are looked for as written (`test_parser.py` needs no quotes); "an exact
-    phrase", prefix* and AND / OR / NOT work as in SQLite FTS5. The index lives in
-    .ctx/cache/search/ and catches up with the store on every search; --reindex rebuilds it.
+    Bare words are looked for as written (`test_parser.py` needs no quotes) and match their
+    stems (parse, parser, parsing); "an exact phrase", prefix* and AND / OR / NOT work as in
+    SQLite FTS5. A question of bare words lists the events holding every word first, then
+    those holding some of them. The index lives in .ctx/cache/search/ and catches up with
+    the store on every search; --reindex rebuilds it (docs/search.md).
 
     Use `ctx search` to find where something was discussed or done, by relevance, across
     everything; use `ctx grep` for every exact line matching a regular expression (a scan of
