@@ -128,12 +128,20 @@ def test_a_small_append_costs_one_fdatasync_of_the_journal_and_no_fsync(tmp_path
     assert all(t.endswith("/wal") for n, t in counter.calls if n == "fdatasync"
                and not t.endswith(".pack"))
     assert counter.count("fsync") == 0
-    assert counter.count("replace") == 40  # the branch and op-head, unsynced
-    assert repo.refs.read(repo.head_branch()) == tips[-1]
+    assert counter.count("replace") == counter.count("rename") == 0  # refs resolve journal-first
+    ref = repo.head_branch()
+    assert repo.refs.read(ref) == tips[-1]
+    assert not (tmp_path / ".ctx" / ref).exists()  # the files wait for the checkpoint
+    assert [e.new for e in repo.refs.reflog(ref)][-20:] == tips  # reflog lines: appended now
     repo.close()
-    with Repository.open(tmp_path / ".ctx") as again:
-        assert again.refs.read(again.head_branch()) == tips[-1]
-        assert fsck.check(again).ok
+    with Repository.open(tmp_path / ".ctx") as again:  # as another process sees it
+        assert again.refs.read(ref) == tips[-1]
+        assert dict(again.refs.iter_refs())[ref] == tips[-1]
+        assert fsck.check(again, full=True).ok
+        with again.refs.transaction_lock():
+            journal_apply.checkpoint(again, journal_apply.recover(again))
+        assert (tmp_path / ".ctx" / ref).read_text() == tips[-1] + "\n"
+        assert again.refs.read(ref) == tips[-1] and not again.journal.scan().records
 
 
 def test_the_record_holds_the_objects_and_moves_of_its_transaction(tmp_path):
@@ -151,23 +159,19 @@ def test_the_record_holds_the_objects_and_moves_of_its_transaction(tmp_path):
     repo.close()
 
 
-def test_an_unapplied_last_record_is_rolled_forward_with_its_objects(tmp_path):
-    """A writer killed between the record and the ref rename, and gc took its objects."""
+def test_the_last_records_missing_reflog_lines_are_written_by_the_next_writer(tmp_path):
+    """A writer killed between its record (the commit point) and its reflog lines."""
     repo = _repo(tmp_path)
     ref = repo.head_branch()
-    before = repo.refs.read(ref)
     tip = _append(repo, "acknowledged")
-    # undo what J3 and the pack did, as if the writer died right after the fdatasync
-    entries = repo.refs.reflog(ref)[:-1]
-    repo.refs.write_ref(ref, before, False)
-    repo.refs.replace_reflog(ref, entries)
-    repo.refs.write_op_head(Journal.decode(J.decode_payload(
-        repo.journal.scan().records[-2].payload, "wal")[0]).op, False)
+    repo.refs.replace_reflog(ref, repo.refs.reflog(ref)[:-1])
+    repo.refs.replace_reflog("HEAD", repo.refs.reflog("HEAD")[:-1])
     repo.close()
     with Repository.open(tmp_path / ".ctx") as again:
-        assert again.refs.read(ref) == tip
-        assert [e.new for e in again.refs.reflog(ref)][-1] == tip
-        assert again.objects.get(tip).payload["text"] == "acknowledged"
+        assert again.refs.read(ref) == tip  # visible: the record is the commit point
+        after = _append(again, "next")
+        assert [e.new for e in again.refs.reflog(ref)][-2:] == [tip, after]
+        assert [e.new for e in again.refs.reflog("HEAD")][-2:] == [tip, after]
 
 
 def test_a_new_boot_replays_every_record_and_checkpoints(tmp_path, monkeypatch):
@@ -175,16 +179,19 @@ def test_a_new_boot_replays_every_record_and_checkpoints(tmp_path, monkeypatch):
     tips = [_append(repo, f"e{i}") for i in range(5)]
     ref = repo.head_branch()
     repo.close()
-    # a power cut: the branch file lost its last renames
+    # a power cut: the reflog lost its unsynced lines
     first = J.parse((tmp_path / ".ctx" / "wal").read_bytes()).records
     assert len(first) >= 5
-    (tmp_path / ".ctx" / ref).write_text(tips[1] + "\n")
+    log = tmp_path / ".ctx" / "logs" / ref
+    log.write_bytes(b"".join(line + b"\n" for line in log.read_bytes().splitlines()[:2]))
     monkeypatch.setattr(J, "boot_id", lambda: b"\x01" * 16)
     monkeypatch.setattr(journal_apply, "boot_id", lambda: b"\x01" * 16)
     with Repository.open(tmp_path / ".ctx") as again:
         assert again.refs.read(ref) == tips[-1]
         scan = again.journal.scan()
         assert scan.records == [] and scan.boot == b"\x01" * 16  # checkpointed
+        assert (tmp_path / ".ctx" / ref).read_text() == tips[-1] + "\n"
+        assert [e.new for e in again.refs.reflog(ref)][-5:] == tips
         assert fsck.check(again).ok
 
 
@@ -217,12 +224,16 @@ def test_damage_in_the_middle_is_reported_by_fsck_then_set_aside(tmp_path):
     assert "checksum mismatch" in report.problems[0].message
     repo.close()
     with Repository.open(tmp_path / ".ctx") as again:  # recovery sets the tail aside
-        assert again.refs.read(again.head_branch()) == tips[-1]  # applied before the damage
+        # records 1-2 (the session, tips[0]) are kept; 3 (damaged) and the rest are refused
+        assert again.refs.read(again.head_branch()) == tips[0]
         problems = fsck.check(again).problems
         assert [p.kind for p in problems] == ["journal"]
         assert "wal-damaged-" in problems[0].message
-        _append(again, "after")  # the next append goes after the valid prefix
-        assert [r.seq for r in again.journal.scan().records] == [1]  # checkpointed: new journal
+        after = _append(again, "after")  # the next append goes after the valid prefix
+        assert [r.seq for r in again.journal.scan().records] == [1, 2, 3]
+        assert again.refs.read(again.head_branch()) == after
+        assert [ev.payload.get("text") for _e, ev in again.graph.first_parents(after)][:2] == \
+            ["after", "e0"]
 
 
 def _raw_parts(tmp_path):
@@ -272,3 +283,21 @@ def test_gc_sees_journalled_objects_and_refs(tmp_path):
     assert all(repo.objects.get(t).payload["text"] == f"e{i}" for i, t in enumerate(tips))
     assert fsck.check(repo, full=True).ok
     repo.close()
+
+
+def test_a_store_written_with_the_journal_opened_without_it_reads_and_folds_it(tmp_path):
+    import json
+
+    repo = _repo(tmp_path)
+    tips = [_append(repo, f"e{i}") for i in range(3)]
+    ref = repo.head_branch()
+    repo.close()
+    cfg = tmp_path / ".ctx" / "config.json"
+    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "journal": False}))
+    with Repository.open(tmp_path / ".ctx") as again:
+        assert not again.journal_commits
+        assert again.refs.read(ref) == tips[-1]  # the records are read, not lost
+        after = _append(again, "pack path")
+        assert again.journal.scan().records == []  # checkpointed before the pack-path commit
+        assert (tmp_path / ".ctx" / ref).read_text() == after + "\n"
+        assert fsck.check(again, full=True).ok

@@ -311,7 +311,11 @@ def _ref_problems(repo: Repository, problems: list[Problem]) -> tuple[set[str], 
         targets.append((f"ref {name}", target))
     problems.extend(Problem("ref", str(exc)) for exc in damaged)
     reported = {Path(str(exc.details.get("path", ""))).resolve() for exc in damaged}
-    problems.extend(_unlisted_ref_files(repo, {name for name, _ in refs}, reported))
+    listed = {name for name, _ in refs}
+    journalled = getattr(repo.refs, "journalled", None)
+    if journalled is not None:  # a ref a journal record deleted keeps its file until checkpoint
+        listed.update(journalled())
+    problems.extend(_unlisted_ref_files(repo, listed, reported))
     try:
         head = repo.refs.read_head()
         if head.target:

@@ -164,6 +164,19 @@ class FileRefs(RefStore):
             entries.append(entry)
         return entries
 
+    def last_reflog_entry(self, name: str) -> ReflogEntry | None:
+        """The newest line of `name`'s reflog, reading only the file's tail."""
+        path = self._log_path(name)
+        try:
+            with open(path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - 8192))
+                tail = f.read()
+        except FileNotFoundError:
+            return None
+        lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
+        return _parse_entry(lines[-1].decode("utf-8", "replace")) if lines[-1] else None
+
     def read_head(self) -> Head:
         text = self._read_file(self.root / HEAD) or ""
         if text.startswith("ref: "):

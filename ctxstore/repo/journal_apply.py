@@ -2,20 +2,21 @@
 
 A small transaction (its new objects under CAPTURE_LIMIT bytes, no reflog rewrite, durability
 "batch") commits as one record in `.ctx/wal` (store/journal.py): the pack records are handed to
-the OS unsynced, the record is appended with one write and one fdatasync (the commit point),
-then the ref moves are applied exactly as a transaction applies its journal (reflog lines, ref
-files, op-head), unsynced. Everything here runs under the transaction lock.
+the OS unsynced, the record is appended with one write and one fdatasync — the commit point,
+after which its moves are what every reader sees, since refs resolve journal-first
+(refs/journalrefs.py) — then its reflog lines are appended, unsynced. Ref files, HEAD and
+op-head are written at the next checkpoint. Everything here runs under the transaction lock.
 
-- Recovery, same boot: the OS kept every write, so only the last record can be unapplied (its
-  writer died before moving op-head); it is rolled forward, its objects put again if gc took
-  them meanwhile.
-- Recovery after a reboot (the journal's boot id is not this boot's): unsynced pack records and
-  ref renames may be lost, so every record is replayed in order — missing objects put back and
-  flushed, each move applied where the ref still holds its old value — then checkpointed.
+- Recovery, same boot: the OS kept every write; only the last record's reflog lines can be
+  missing (its writer died before appending them), and are appended.
+- Recovery after a reboot (the journal's boot id is not this boot's): unsynced pack records
+  and reflog lines may be lost, so every record's objects the store lacks are put back and
+  flushed, every missing reflog line appended, and the journal checkpointed.
 - A torn or damaged tail is cut off before the next append; damage (a whole record that does
   not verify) is first copied to `wal-damaged-<ms>` for fsck to report.
-- Checkpoint: every active pack fdatasync'd, every ref file, reflog and directory the journal's
-  moves touched fsync'd, then a new empty journal (new salt) renamed into place.
+- Checkpoint: every active pack fdatasync'd, every ref, HEAD and op-head the journal holds
+  written to its file (fsync, rename, directory fsync), the reflogs it wrote to fsync'd, then a
+  new empty journal (new salt) renamed into place.
 
 docs/format.md, "The write-ahead journal", is the specification.
 """
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..refs import HEAD
+from ..refs.journalrefs import JournalRefs, record_journal
 from ..store.journal import (
     CHECKPOINT_BYTES,
     JournalFile,
@@ -36,7 +37,7 @@ from ..store.journal import (
     decode_payload,
     encode_payload,
 )
-from .transaction_journal import Journal, apply_journal
+from .transaction_journal import Journal, reflog_lines, same_line
 
 if TYPE_CHECKING:
     from ..store.packstore import PackStore
@@ -52,66 +53,58 @@ def journal_file(ctx_dir: Path) -> JournalFile:
 
 
 def needs_recovery(repo: RepoLike) -> bool:
-    """A reader's look at open, without the lock: is anything left to roll forward or cut?"""
+    """A reader's look at open, without the lock: a journal of another boot (whose objects a
+    power cut may have taken from the packs) or a bad tail."""
     scan = repo.journal.scan()
-    if scan is None:
-        return False
-    if scan.problem is not None or (scan.records and scan.boot != boot_id()):
-        return True
-    return bool(scan.records) and _op_of(scan, -1) != repo.refs.read_op_head()
+    return scan is not None and (scan.problem is not None or
+                                 (bool(scan.records) and scan.boot != boot_id()))
 
 
 def recover(repo: RepoLike) -> Scan:
-    """Bring refs and objects up to the journal's valid prefix and cut what follows it; the
+    """Bring objects and reflogs up to the journal's valid prefix and cut what follows it; the
     caller holds the transaction lock. Returns the scan the next append goes after."""
     wal = repo.journal
     scan = wal.scan()
     if scan is None:
         return wal.create(sync=True)
-    damaged = scan.problem == "damaged"
     if scan.problem is not None:
-        if damaged:
+        if scan.problem == "damaged":
             _keep_damage(wal.path, scan)
         wal.discard_tail(scan, sync=True)
     if scan.records and scan.boot != boot_id():
-        _replay(repo, scan, range(len(scan.records)))
-        return checkpoint(repo, scan, everything=True)
-    if scan.records and _op_of(scan, -1) != repo.refs.read_op_head():
-        _replay(repo, scan, [len(scan.records) - 1])
-    if damaged:  # records after the damage are applied but no longer journalled: sync them
-        return checkpoint(repo, scan, everything=True)
+        _replay(repo, scan)
+        return checkpoint(repo, scan)
+    if scan.records and wal.logged != (scan.salt, len(scan.records)):
+        for name, entry in reflog_lines(repo.refs, record_journal(scan, len(scan.records))):
+            if not same_line(repo.refs.last_reflog_entry(name), entry):
+                repo.refs.append_reflog(name, entry, False)
+        wal.logged = (scan.salt, len(scan.records))
     return scan
 
 
 def commit(repo: RepoLike, scan: Scan, journal: Journal,
            objects: list[tuple[str, str, bytes]]) -> None:
-    """Steps J1-J4 of docs/format.md: pack records to the OS, the record (commit point), the
-    moves applied unsynced, a checkpoint when the journal has grown."""
+    """Steps J1-J4 of docs/format.md: pack records to the OS, the record (the commit point),
+    its reflog lines unsynced, a checkpoint when the journal has grown."""
     store: PackStore = repo.objects
     if store.unsynced_outside:
         store.flush()  # objects put outside this transaction's capture may be named too
     else:
         store.write_out()
     repo.journal.append(scan, encode_payload(journal.encode(), objects), sync=True)
-    apply_journal(repo.refs, journal, fsync=False, recovering=False)
+    for name, entry in reflog_lines(repo.refs, journal):
+        repo.refs.append_reflog(name, entry, False)
+    repo.journal.logged = (scan.salt, len(scan.records))
     if scan.end >= CHECKPOINT_BYTES:
         checkpoint(repo, scan)
 
 
-def checkpoint(repo: RepoLike, scan: Scan, *, everything: bool = False) -> Scan:
-    """Make what the journal's records wrote durable by other means, then start a new journal
-    (the caller holds the transaction lock). `everything`: records may be missing from `scan`
-    (damage cut them off), so the whole file system is synced."""
+def checkpoint(repo: RepoLike, scan: Scan) -> Scan:
+    """Write what the journal's records hold to the packs, ref files and reflogs durably, then
+    start a new journal (the caller holds the transaction lock)."""
+    refs: JournalRefs = repo.refs
     repo.objects.sync_active_packs()
-    root = Path(repo.path)
-    if everything:
-        os.sync()
-    else:
-        paths: set[Path] = {root / HEAD, root / "op-head", root / "logs" / HEAD}
-        for i in range(len(scan.records)):
-            for move in _journal_of(scan, i).moves:
-                paths.update((root / move.ref, root / "logs" / move.ref))
-        _fsync_all(paths, root)
+    _fsync_all(refs.write_overlay(), Path(repo.path))
     return repo.journal.create(sync=True)
 
 
@@ -122,31 +115,25 @@ def damaged_copies(ctx_dir: Path) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------------
 
-def _journal_of(scan: Scan, i: int) -> Journal:
-    where = f"{scan.records[i].offset}"
-    moves, _objects = decode_payload(scan.records[i].payload, f"wal record at byte {where}")
-    return Journal.decode(moves, f"wal record {scan.records[i].seq}")
-
-
-def _op_of(scan: Scan, i: int) -> str:
-    return _journal_of(scan, i).op
-
-
-def _replay(repo: RepoLike, scan: Scan, which) -> None:
-    """Put back the records' objects the store lacks (durably), then roll their moves forward
-    in order: a ref at a move's old value gets it, any other is left alone."""
+def _replay(repo: RepoLike, scan: Scan) -> None:
+    """Put back every record's objects the store lacks (durably), then append every reflog
+    line the records wrote that is not in its reflog."""
     store: PackStore = repo.objects
-    journals = []
-    for i in which:
-        record = scan.records[i]
-        moves, objects = decode_payload(record.payload, f"wal record {record.seq}")
+    for record in scan.records:
+        _moves, objects = decode_payload(record.payload, f"wal record {record.seq}")
         for obj_id, type_name, body in objects:
             if obj_id not in store:
                 store.put_absent(obj_id, type_name, body)
-        journals.append(Journal.decode(moves, f"wal record {record.seq}"))
     store.flush()
-    for journal in journals:
-        apply_journal(repo.refs, journal, fsync=False, recovering=True)
+    refs = repo.refs
+    have: dict[str, set] = {}
+    for record in scan.records:
+        for name, entry in reflog_lines(refs, record_journal(scan, record.seq)):
+            if name not in have:
+                have[name] = {(e.old, e.new, e.ts_ms) for e in refs.reflog(name)}
+            if (entry.old, entry.new, entry.ts_ms) not in have[name]:
+                refs.append_reflog(name, entry, False)
+                have[name].add((entry.old, entry.new, entry.ts_ms))
 
 
 def _keep_damage(path: Path, scan: Scan) -> None:
@@ -164,27 +151,21 @@ def _keep_damage(path: Path, scan: Scan) -> None:
 
 
 def _fsync_all(paths: set[Path], root: Path) -> None:
+    """fsync each file that exists and every directory from it up to `root`."""
     dirs: set[Path] = {root}
     for p in sorted(paths):
-        try:
-            fd = os.open(p, os.O_RDONLY)
-        except (FileNotFoundError, NotADirectoryError):
-            pass  # a deleted ref: its directory entry is synced below
-        else:
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        for parent in p.parents:
-            if parent == root or root not in parent.parents:
-                break
-            dirs.add(parent)
+        _fsync_path(p)
+        dirs.update(d for d in p.parents if root in d.parents)
     for d in sorted(dirs):
-        try:
-            fd = os.open(d, os.O_RDONLY)
-        except FileNotFoundError:
-            continue
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_path(d)
+
+
+def _fsync_path(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a reflog never written, a directory removed: nothing to make durable
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -23,6 +23,7 @@ class RepoLike(Protocol):
     session_marks: EventCache
     command: str | None
     journal: JournalFile | None
+    journal_commits: bool
     _open_transactions: int
 
     def head_branch(self) -> str: ...

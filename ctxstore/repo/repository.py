@@ -77,6 +77,9 @@ class Repository:
         self._open_transactions = 0
         #: the write-ahead journal (`"journal": true` in config.json; store/journal.py)
         self.journal: JournalFile | None = None
+        #: small transactions commit as journal records (else the journal is only read, and
+        #: checkpointed before the next commit)
+        self.journal_commits = False
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -102,17 +105,28 @@ class Repository:
             raise StoreNotFound(f"no ctxstore at {ctx_dir} (run `ctx init`)")
         cfg = config_mod.load(root / "config.json")
         store = _open_pack_store(root / "objects", cfg, create=True)
-        refs = FileRefs(root)
+        journal = None
+        wanted = _journal_wanted(cfg)
+        # a journal written while it was on is read (and checkpointed by the next writer)
+        # however the store is configured now: its records are the newest ref values
+        if wanted or (root / "wal").exists():  # refs resolve journal-first (refs/journalrefs.py)
+            from ..refs.journalrefs import JournalRefs
+            from .journal_apply import journal_file
+
+            journal = journal_file(root)
+            refs: FileRefs = JournalRefs(root, journal)
+        else:
+            refs = FileRefs(root)
         if refs.has_journal():  # a transaction was interrupted after its commit point
             from .transaction_journal import roll_forward  # only recovery needs it
 
             with refs.transaction_lock():
                 roll_forward(refs, fsync=True)
         repo = cls(root, store, refs, cfg)
-        if _journal_wanted(cfg):
+        if journal is not None:
             from . import journal_apply
 
-            repo.journal = journal_apply.journal_file(root)
+            repo.journal, repo.journal_commits = journal, wanted
             if journal_apply.needs_recovery(repo):
                 with refs.transaction_lock():
                     journal_apply.recover(repo)

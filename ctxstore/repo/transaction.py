@@ -185,7 +185,7 @@ class Transaction:
         self._closed = False
         if repo._open_transactions == 0:
             self.objects.begin_transaction()  # buffered writes until the last one closes
-            if repo.journal is not None:  # its bodies, for a write-ahead journal record
+            if repo.journal_commits:  # its bodies, for a write-ahead journal record
                 from .journal_apply import CAPTURE_LIMIT
 
                 self.objects.start_capture(CAPTURE_LIMIT)
@@ -516,7 +516,7 @@ class Transaction:
             if captured is not None and not self._reflogs and durability == "batch":
                 journal_apply.commit(self.repo, wal, journal, captured)  # format.md J1-J4
                 return
-            if wal is not None and wal.records:  # op-head leaves the journal's last record
+            if wal is not None and wal.records:  # no record may shadow the files written now
                 journal_apply.checkpoint(self.repo, wal)
             self.objects.flush()  # step 5: every object a ref will name is durable
             refs.write_journal(journal.encode(), fsync=durability != "never")  # step 6: commit
@@ -541,7 +541,7 @@ class Transaction:
         self._closed = True
         self.repo._open_transactions -= 1
         if self.repo._open_transactions == 0:
-            if self.repo.journal is not None:
+            if self.repo.journal_commits:
                 self.objects.take_captured()
             self.objects.end_transaction()  # let gc run between transactions (store/gclock.py)
 

@@ -9,49 +9,10 @@ Below the transaction and the repository, so that both import it downward.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
-from ..errors import CorruptStore
 from ..refs import HEAD, ReflogEntry, RefStore
+from ..refs.moves import JOURNAL_VERSION, Journal, Move
 
-JOURNAL_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Move:
-    """One ref move. For HEAD, `old`/`new` are HEAD's content ("ref: NAME" or an event id)."""
-
-    ref: str
-    old: str | None
-    new: str | None
-    message: str
-
-
-@dataclass(frozen=True)
-class Journal:
-    op: str
-    ts_ms: int
-    actor: str
-    moves: tuple[Move, ...]
-
-    def encode(self) -> bytes:
-        doc = {"actor": self.actor, "moves": [[m.ref, m.old, m.new, m.message] for m in self.moves],
-               "op": self.op, "ts_ms": self.ts_ms, "version": JOURNAL_VERSION}
-        return (json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                + "\n").encode("utf-8")
-
-    @classmethod
-    def decode(cls, data: bytes, where: str = "journal") -> Journal:
-        try:
-            doc = json.loads(data.decode("utf-8"))
-            if doc.get("version") != JOURNAL_VERSION:
-                raise ValueError(f"unknown journal version {doc.get('version')!r}")
-            moves = tuple(Move(str(r), o, n, str(m)) for r, o, n, m in doc["moves"])
-            return cls(str(doc["op"]), int(doc["ts_ms"]), str(doc["actor"]), moves)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise CorruptStore(f"{where}: not a transaction journal ({exc}); the moves of the "
-                               f"interrupted transaction cannot be replayed") from None
+__all__ = ["JOURNAL_VERSION", "Journal", "Move", "apply_journal", "reflog_lines", "roll_forward"]
 
 
 def _target(refs: RefStore, value: str | None, state: dict[str, str | None]) -> str | None:
@@ -95,11 +56,36 @@ def apply_journal(refs: RefStore, journal: Journal, *, fsync: bool, recovering: 
     refs.write_op_head(journal.op, fsync)
 
 
+def reflog_lines(refs: RefStore, journal: Journal) -> list[tuple[str, ReflogEntry]]:
+    """(reflog, line) for each line a journalled record's moves log, in order, as
+    apply_journal writes them; read right after the record, when its moves are visible (the
+    refs resolve journal-first) and HEAD's content before it is the move's old value or, if
+    the record does not move HEAD, what HEAD holds now."""
+    head_move = next((m for m in journal.moves if m.ref == HEAD), None)
+    head_before = head_move.old if head_move is not None else refs.read_head_value()
+    after = {m.ref: m.new for m in journal.moves if m.ref != HEAD}
+    out = []
+    for m in journal.moves:
+        if m.ref == HEAD:
+            out.append((HEAD, ReflogEntry(_target(refs, m.old, after), _target(refs, m.new, after),
+                                          journal.ts_ms, journal.actor, m.message)))
+            continue
+        entry = ReflogEntry(m.old, m.new, journal.ts_ms, journal.actor, m.message)
+        out.append((m.ref, entry))
+        if head_before == f"ref: {m.ref}":
+            out.append((HEAD, entry))
+    return out
+
+
+def same_line(a: ReflogEntry | None, b: ReflogEntry) -> bool:
+    return a is not None and (a.old, a.new, a.ts_ms) == (b.old, b.new, b.ts_ms)
+
+
 def _log_once(refs: RefStore, name: str, entry: ReflogEntry, fsync: bool) -> None:
-    last = refs.reflog(name)[-1:]
-    if last and (last[0].old, last[0].new, last[0].ts_ms) == (entry.old, entry.new, entry.ts_ms):
-        return
-    refs.append_reflog(name, entry, fsync)
+    last = getattr(refs, "last_reflog_entry", None)
+    newest = last(name) if last is not None else (refs.reflog(name)[-1:] or [None])[0]
+    if not same_line(newest, entry):
+        refs.append_reflog(name, entry, fsync)
 
 
 def roll_forward(refs: RefStore, *, fsync: bool = False) -> bool:

@@ -172,12 +172,16 @@ class JournalFile:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self._cached: tuple[int, int, Scan] | None = None  # (inode, size, scan)
+        #: (salt, record count) up to which this process wrote or checked the records' reflog
+        #: lines (repo/journal_apply.py): the next transaction need not look again
+        self.logged: tuple[bytes, int] | None = None
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def scan(self) -> Scan | None:
         """The file's scan (None if there is no journal), re-read only if it changed."""
+        cached = self._cached
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -185,8 +189,10 @@ class JournalFile:
             return None
         try:
             st = os.fstat(fd)
-            cached = self._cached
-            if cached is not None and cached[0] == st.st_ino and cached[1] == st.st_size:
+            # the same inode and size, and the same salt: a checkpoint's new file may reuse a
+            # freed inode number and reach the same size, but never draws the same salt
+            if cached is not None and cached[0] == st.st_ino and cached[1] == st.st_size and \
+                    os.pread(fd, 16, 0)[8:] == cached[2].salt:
                 return cached[2]
             data = _read_all(fd, st.st_size)
         finally:
