@@ -178,3 +178,29 @@ def test_any_text_stays_text_in_every_writer(prompts, args):
                    and isinstance(r["message"]["content"], str) and not r.get("isMeta")]
             calls = [r["message"]["content"][0]["input"] for r in recs if r.get("type") == "assistant"]
         assert got == prompts and calls == [args] * len(prompts)
+
+
+def test_killed_while_writing_leaves_no_partial_session(tmp_path):
+    """kill -9 in the middle of `publish_new`: the session file is absent or whole, never a
+    prefix (only the temporary file beside it can be cut short)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    size = 96 << 20
+    final = tmp_path / "s.jsonl"
+    script = ("import sys; from pathlib import Path; from ctxstore.porcelain.resume import "
+              "publish_new; publish_new(Path(sys.argv[1]), b'x' * int(sys.argv[2]))")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(final), str(size)])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(tmp_path.glob(".s.jsonl.*")) \
+            and proc.poll() is None:
+        time.sleep(0.001)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL  # it was killed, not finished
+    assert not final.exists() or final.stat().st_size == size
+    if not final.exists():  # killed before the link: what is left is the temporary file only
+        assert [p.name.startswith(".s.jsonl.") for p in tmp_path.iterdir()] == [True]
