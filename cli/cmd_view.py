@@ -78,7 +78,7 @@ def view_cmd(state, rev: str | None, output: str | None, all_sessions: bool, ser
     if host != "127.0.0.1" or allow_remote:
         raise click.UsageError("--host and --allow-remote go with --serve")
     store = model.store_model(repo)
-    tgt = export.target(repo, rev, all_sessions, store)
+    tgt = export.target(repo, rev, all_sessions, store, bookkeeping)
     data = export.export_data(repo, tgt, store, bookkeeping=bookkeeping)
     from ctxstore.porcelain import redact as pr
 
@@ -108,7 +108,7 @@ def _serve(repo, rev: str | None, host: str, port: int, allow_remote: bool,
 
     start = ""
     if rev:
-        start = export.target(repo, rev).start
+        start = export.target(repo, rev, bookkeeping=bookkeeping).start
     try:
         server = ViewerServer(repo, host, port, allow_remote=allow_remote, start=start,
                               bookkeeping=bookkeeping)

@@ -119,3 +119,15 @@ def test_hidden_events_are_exactly_the_bookkeeping_ones_and_empty_responses(ctx)
             assert gone == (is_bookkeeping(ev) or e["s"].startswith("(no text")), e
     finally:
         repo.close()
+
+
+def test_a_left_out_event_opens_the_page_at_the_nearest_shown_one(ctx):
+    full = _page_data(ctx, "--bookkeeping")
+    rows = full["events"]
+    progress = next(e["id"] for e in rows if e["t"] == "claude-code:progress")
+    prompt = next(e["id"] for e in rows if e["t"] == "UserPromptSubmitted")
+    data = ctx.json("view", progress)
+    assert data["start"].endswith(f"&event={prompt}")  # its parent, the prompt, is shown
+    (session,) = data["data"].values()
+    assert any(e["id"] == prompt for e in session["events"])
+    assert ctx.json("view", progress, "--bookkeeping")["start"].endswith(f"&event={progress}")

@@ -34,19 +34,21 @@ def _session_of(repo: Repository, event_id: str, text: str) -> str:
     return sid
 
 
-def _label(repo: Repository, text: str, sid: str) -> tuple[str, str]:
+def _label(repo: Repository, text: str, sid: str, bookkeeping: bool) -> tuple[str, str]:
     """(label for the page, event id) of one side of A..B."""
     r = resolve(repo, text)
     repo.graph.event(r.id)
     parts = split_branch_ref(r.ref) if r.ref else None
     if parts and parts[0] == sid and repo.branches(sid).get(parts[1]) == r.id:
         return parts[1], r.id
-    return r.id, r.id
+    eid = r.id if bookkeeping else model.shown_event(repo, r.id, sid)
+    return eid, eid
 
 
 def target(repo: Repository, rev: str | None, all_sessions: bool = False,
-           store: dict[str, Any] | None = None) -> Target:
-    """What to embed and where to open; STORE is `model.store_model(repo)` if already built."""
+           store: dict[str, Any] | None = None, bookkeeping: bool = False) -> Target:
+    """What to embed and where to open; STORE is `model.store_model(repo)` if already built.
+    An event the page leaves out (without `bookkeeping`) opens at the nearest one it shows."""
     store = store or model.store_model(repo)
     rows = store["sessions"]
     everything = [s["id"] for s in rows] if all_sessions else []
@@ -59,8 +61,8 @@ def target(repo: Repository, rev: str | None, all_sessions: bool = False,
         if sa != sb:
             raise BadRevision(f"{rev}: {a_text} and {b_text} are in different sessions "
                               f"({sa[:12]}, {sb[:12]}); compare branches of one session")
-        la, _ = _label(repo, a_text, sa)
-        lb, _ = _label(repo, b_text, sa)
+        la, _ = _label(repo, a_text, sa, bookkeeping)
+        lb, _ = _label(repo, b_text, sa, bookkeeping)
         return Target(everything or _with_children(rows, sa),
                       f"#compare={sa}&a={quote(la)}&b={quote(lb)}",
                       f"ctx view: {a_text}..{b_text}")
@@ -77,7 +79,8 @@ def target(repo: Repository, rev: str | None, all_sessions: bool = False,
     if parts and parts[0] == sid and repo.branches(sid).get(parts[1]) == r.id:
         start = f"#session={sid}&branch={quote(parts[1])}"
     else:
-        start = f"#session={sid}&event={r.id}"
+        eid = r.id if bookkeeping else model.shown_event(repo, r.id, sid)
+        start = f"#session={sid}&event={eid}"
     title = repo.session(sid).title or sid[:12]
     return Target(everything or _with_children(rows, sid), start, f"ctx view: {title}")
 

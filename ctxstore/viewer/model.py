@@ -207,6 +207,19 @@ def _hidden(repo: Repository, events: list[tuple[str, Event]], keep: set[str]) -
     return out
 
 
+def shown_event(repo: Repository, event_id: str, session_id: str) -> str:
+    """EVENT_ID, or when the page leaves it out (see `session_model`), the nearest event on
+    its first-parent line that the page shows: where `ctx view REV` opens."""
+    tips = set(repo.branches(session_id).values())
+    eid = event_id
+    while eid not in tips:
+        ev = repo.graph.event(eid)
+        if not ev.parents or not _hidden(repo, [(eid, ev)], tips):
+            break
+        eid = ev.parents[0]
+    return eid
+
+
 def _compaction(repo: Repository, cid: str, index: dict[str, int], event_id: str,
                 projector: Projector) -> dict[str, Any] | None:
     rec = _get(repo, cid, Compaction)
