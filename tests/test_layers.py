@@ -110,13 +110,6 @@ def test_no_import_cycles_between_units():
         visit(u)
 
 
-#: Pairs of modules still allowed to import each other, each with the reason.
-MUTUAL_ALLOWED = {
-    # being fixed in the journal work
-    ("ctxstore.repo.repository", "ctxstore.repo.transaction"),
-}
-
-
 def _module_of(target: str) -> str | None:
     """The module an import target names (a package names its __init__), or None for a name
     inside a module or anything outside ctxstore."""
@@ -133,8 +126,8 @@ def test_no_two_modules_import_each_other():
     assert len(deps) > 100 and sum(map(len, deps.values())) > 500  # the graph was read
     pairs = {tuple(sorted((a, b))) for a, targets in deps.items() for b in targets
              if a in deps.get(b, ())}
-    assert not pairs - MUTUAL_ALLOWED, "these import each other:\n" + "\n".join(
-        f"{a} <-> {b}" for a, b in sorted(pairs - MUTUAL_ALLOWED))
+    assert not pairs, "these import each other:\n" + "\n".join(
+        f"{a} <-> {b}" for a, b in sorted(pairs))
 
 
 def test_library_never_imports_click():
