@@ -137,3 +137,14 @@ def test_reader_fails_under_ci_when_missing(monkeypatch):
     monkeypatch.setitem(reader.PACKAGES, "gone.mjs", "@google/not-installed")
     with pytest.raises(pytest.fail.Exception, match="is not installed"):
         reader.require("gone.mjs")
+
+
+def test_a_registry_gemini_cli_would_reset_is_not_followed(tmp_path):
+    """projects.json naming a folder outside its schema (a path, not a short id) is what
+    Gemini CLI resets to empty: the session goes to the legacy folder, never to that path."""
+    _repo, _sid, _t, _path, _got, used = built(tmp_path, _convert, check_gemini)
+    home = tmp_path / "other-home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {used.cwd: "../../escape"}}))
+    path = gemini.default_path(used, {"GEMINI_CLI_HOME": str(home)})
+    assert path.parent.parent == home / ".gemini" / "tmp" / hashlib.sha256(used.cwd.encode()).hexdigest()

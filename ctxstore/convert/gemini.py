@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,6 +60,7 @@ VERIFIED_VERSIONS = ("0.61.0",)
 INLINE_LIMIT = 50 * 1024
 ASSISTANT_SIDE = frozenset({"assistant", "thinking", "tool_call"})
 PROJECT_ROOT_FILE = ".project_root"
+_SLUG = re.compile(r"[a-z0-9-]+")  # the registry schema (config/projectRegistry.js)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,26 +85,39 @@ def project_hash(root: str) -> str:
 
 
 def _owner(marker: Path) -> str | None:
+    """The directory a `.project_root` marker names: None when there is none, "" when it
+    cannot be read (Gemini CLI then counts the folder as not that project's)."""
     try:
         return marker.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _registered(registry: Path) -> dict[str, str]:
+    """projects.json's {directory: short id}; empty when it is missing or is not the schema
+    Gemini CLI 0.61 checks (it then starts from an empty registry too: loadData)."""
+    try:
+        data = json.loads(registry.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return {}
+    except OSError as exc:
+        raise InvalidInput(f"cannot read Gemini CLI's project registry {registry}: "
+                           f"{exc.strerror or exc}") from None
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, dict) or not all(
+            isinstance(v, str) and _SLUG.fullmatch(v) for v in projects.values()):
+        return {}
+    return projects
 
 
 def project_slug(base: Path, root: str) -> str:
     """The short id gemini-cli's registry holds for ROOT ("" when it has none): the mapping in
     projects.json unless a `.project_root` marker names another directory, else a folder of
     tmp/ whose marker names ROOT (ProjectRegistry.getShortId)."""
-    registry = base / "projects.json"
-    projects: Any = {}
-    if registry.is_file():
-        try:
-            projects = json.loads(registry.read_text(encoding="utf-8")).get("projects", {})
-        except (ValueError, AttributeError) as exc:
-            raise InvalidInput(f"{registry}: not the project registry Gemini CLI 0.61 writes "
-                               f"({exc}); not guessing where it keeps {root}'s sessions") from None
-    slug = projects.get(root) if isinstance(projects, dict) else None
-    if isinstance(slug, str) and slug:
+    slug = _registered(base / "projects.json").get(root)
+    if slug:
         owners = [_owner(base / d / slug / PROJECT_ROOT_FILE) for d in ("tmp", "history")]
         if all(o is None or o == root for o in owners):
             return slug
