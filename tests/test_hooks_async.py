@@ -334,3 +334,19 @@ def test_a_lagging_compact_summary_is_kept_then_reconciled(tmp_path):
         fh.write((json.dumps(boundary) + "\n").encode())
     assert hook.run_hook(json.dumps(data))["provisional"] == []
     assert _captured(ctx_dir) == _imported(folder, tmp_path / "ref")
+
+
+def test_catch_up_imports_a_missed_session_with_its_subagents(tmp_path):
+    """A session no hook saw, with its subagents/ folder: the catch-up captures the session
+    before its subagents and links them as `ctx import` of the folder does."""
+    src = require_corpus() / "claude-code" / "ccl_worktrees-agent-team_subagents-dir_v2.1.114"
+    proj, folder, ctx_dir = _history(tmp_path)
+    shutil.copytree(src, folder, dirs_exist_ok=True)
+    current = folder / "current.jsonl"  # the new session: nothing written yet
+    current.write_bytes(b"")
+    out = hook.run_hook(json.dumps({"transcript_path": str(current), "cwd": str(proj),
+                                    "hook_event_name": "SessionStart"}))
+    assert len(out["caught_up"]) == 7 and out["catch_up_note"] == ""
+    current.unlink()
+    want = _imported(folder, tmp_path / "ref")
+    assert len(want) == 7 and _captured(ctx_dir) == want

@@ -166,18 +166,30 @@ def catch_up(live: LiveImporter, folder: Path, ctx_dir: Path,
     if folder.parent.name != "projects" or not folder.is_dir():
         return [], ""
     files = [*folder.glob("*.jsonl"), *folder.glob("*/subagents/agent-*.jsonl")]
-    todo = [f for f in files if not seen.unchanged(str(ctx_dir), str(f.resolve()))]
-    todo.sort(key=lambda f: (f.name.startswith("agent-"), f.stat().st_mtime_ns, str(f)))
+    stamped = [(f, _mtime(f)) for f in files if not seen.unchanged(str(ctx_dir), str(f.resolve()))]
+    todo = [f for f, m in sorted(((f, m) for f, m in stamped if m is not None),
+                                 key=lambda fm: (fm[0].name.startswith("agent-"), fm[1],
+                                                 str(fm[0])))]
     deadline = time.monotonic() + budget
     done: list[dict] = []
     for f in todo:  # one file at least per SessionStart, however small the budget
-        done.append(capture(live, f, defer=True))
+        # no waiting for a spawning call here: every session of the folder was captured
+        # before its subagents, as `ctx import` of the folder does it
+        done.append(capture(live, f))
         _record_seen(ctx_dir, done[-1:])
         if time.monotonic() > deadline and len(done) < len(todo):
             return done, (f"catch-up of {folder}: stopped after {budget:g} s with "
                           f"{len(todo) - len(done)} of {len(todo)} files left; the next "
                           f"SessionStart goes on")
     return done, ""
+
+
+def _mtime(path: Path) -> int | None:
+    """None for a file Claude Code's cleanup removed since the folder was listed."""
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
 
 
 def _store_dir(store: str | None) -> Path | None:
