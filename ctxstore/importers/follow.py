@@ -27,7 +27,7 @@ from ..refs import branch_ref
 from ..repo import Repository
 from . import codex, harnesses, pi
 from .common import ImportContext
-from .live import LiveImporter, capture, read_lines
+from .live import LiveImporter, capture, capture_lock, read_lines
 
 HEAD_LINES = 400  # the first lines the Codex and pi importers read to name the session
 _OPEN = {"codex": codex.open_file, "pi": pi.open_file}
@@ -73,7 +73,8 @@ class Follower:
     def poll(self) -> dict[str, Any]:
         """Import the new complete lines; returns {lines, new_events, session, rewritten}."""
         if self.live is not None:
-            res = capture(self.live, self.path)
+            with capture_lock(self.repo):  # a hook may capture the same file meanwhile
+                res = capture(self.live, self.path)
             self.session = res.get("session", self.session)
             self.warnings += [{"message": p} for p in res.get("problems", [])]
             return {"lines": res["lines"], "new_events": res.get("new_events", 0),

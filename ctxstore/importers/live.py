@@ -399,10 +399,6 @@ class LiveImporter:
             m.discard(source)
         m.flush()
 
-    def deferred_sources(self) -> list[str]:
-        rows = self.state.db.execute("SELECT k FROM kv WHERE s=? AND m='deferred'", (_GLOBAL,))
-        return [r[0] for r in rows]
-
     def keys(self, prefix: str) -> list[str]:
         return self.state.keys(prefix)
 
