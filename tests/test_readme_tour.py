@@ -119,6 +119,8 @@ def test_tour_reads_correctly_step_by_step(tmp_path, monkeypatch):
             assert "ToolCallRequested" in out and "pytest -x" in out
         elif command == "ctx import":
             assert out.startswith("Imported 1 file(s)") and "1 session(s)" in out
+        elif command.startswith("ctx resume"):  # written where Codex looks: $CODEX_HOME
+            assert list((home / ".codex" / "sessions").rglob("rollout-*.jsonl")), out
         elif command == "ctx status":
             assert out.startswith("On branch main of session")
         elif command.startswith("ctx pack"):
