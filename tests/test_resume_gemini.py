@@ -25,6 +25,7 @@ import pytest
 
 from ctxstore.convert import Transcript, target
 from ctxstore.convert.toolmap import map_call
+from ctxstore.importers import import_paths
 from tests.readers import reader
 from tests.readers.roundtrip import built, check_corpus_harness, write_where_it_looks
 from tests.resumecases import HOSTILE, harnesses, reimport
@@ -148,3 +149,30 @@ def test_a_registry_gemini_cli_would_reset_is_not_followed(tmp_path):
     (home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {used.cwd: "../../escape"}}))
     path = gemini.default_path(used, {"GEMINI_CLI_HOME": str(home)})
     assert path.parent.parent == home / ".gemini" / "tmp" / hashlib.sha256(used.cwd.encode()).hexdigest()
+
+
+def test_subagent_is_a_recording_gemini_cli_links_to_its_call(tmp_path):
+    """`companions`: the subagent as gemini-cli files one (chats/<parent id>/<agent id>.jsonl,
+    kind subagent), loaded by its loader, linked by the spawning call's agentId; `ctx import`
+    of the chats folder makes it a subagent of the re-imported session, spawned by that call."""
+    repo, sid, t, path, got, used = built(tmp_path, _convert, check_gemini)
+    [(rel, data)] = gemini.companions(used, gemini.write(used, open(tmp_path / "x.jsonl", "wb")))
+    child_path = path.parent / rel
+    child_path.parent.mkdir()
+    child_path.write_bytes(data)
+    child = reader.run(READER, "--file", str(child_path))
+    assert child["found"] and child["kind"] == "subagent" and child["sessionId"] == child_path.stem
+    assert [_texts(h["parts"]) for h in child["history"] if h["role"] == "user"][0] == "Explore the repo"
+    assert [p["functionCall"]["name"] for h in child["history"] for p in h["parts"]
+            if "functionCall" in p] == ["read_file"]
+    records = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    spawn = [c for r in records if r.get("type") == "gemini" for c in r.get("toolCalls", [])
+             if "agentId" in c]  # before the compaction: in the file, not in what is resumed
+    assert [(c["id"], c["agentId"]) for c in spawn] == [("toolu_task", child["sessionId"])]
+    report = import_paths(repo, [path.parent])
+    by_kind = {repo.session(s.session).kind: repo.session(s.session) for s in report.sessions}
+    assert set(by_kind) == {"fork", "subagent"}
+    sub = by_kind["subagent"]
+    fork_id = next(s.session for s in report.sessions if repo.session(s.session).kind == "fork")
+    assert sub.parent_session == fork_id and sub.spawn_event
+    assert repo.graph.event(sub.spawn_event).payload["tool_call_id"] == "toolu_task"

@@ -9,7 +9,9 @@ A `gemini` record's `toolCalls` carry their own results (`result: [{functionResp
 `status`), which gemini-cli replays as the user turn after the model turn.
 
 Gemini CLI keeps no tree: only the chosen branch is written (the others are counted as
-flattened). A compaction is written the way gemini-cli records its own chat compression: a
+flattened). Subagents are recordings of their own beside it (`companions`), linked as gemini-cli
+links them: the file sits in a folder named after the parent session, and the spawning tool
+call carries the subagent's id as `agentId`. A compaction is written the way gemini-cli records its own chat compression: a
 `{"$set": {"messages": [...]}}` line whose history is the summary (a user turn) followed by
 the kept messages; the loader starts again from that history, and the records before it stay
 in the file. Injected context (a harness's own user-role text) becomes an `info` record:
@@ -29,6 +31,7 @@ sha256 folder, which gemini-cli copies into its new project folder when it first
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -160,19 +163,42 @@ def write(transcript: Transcript, out: BinaryIO) -> ConversionReport:
     report = ConversionReport(target=NAME, session_id=session_id(transcript))
     w = _GeminiWriter(transcript, report)
     w.run()
-    for record in w.records:
-        out.write(json_line(record))
+    out.write(b"".join(json_line(r) for r in w.records))
     report.records = len(w.records)
     return report
+
+
+def agent_id(transcript: Transcript, child: Transcript) -> str:
+    """The id a subagent's recording has (its sessionId, file name and the spawning call's
+    `agentId`, which is how gemini-cli links the two)."""
+    return stable_uuid(session_id(transcript), "agent", child.session)
+
+
+def companions(transcript: Transcript, report: ConversionReport) -> list[tuple[str, bytes]]:
+    """The subagents' recordings, as gemini-cli files them: `chats/<parent session id>/<agent
+    id>.jsonl`, `kind: subagent` (paths relative to the session file's folder; `ctx resume`
+    writes them, an export to one file leaves them out)."""
+    out: list[tuple[str, bytes]] = []
+    for child in transcript.subagents:
+        aid = agent_id(transcript, child)
+        w = _GeminiWriter(dataclasses.replace(child, cwd=cwd_of(transcript)),
+                          ConversionReport(NAME, session_id=aid), kind="subagent")
+        w.run()
+        out.append((f"{session_id(transcript)}/{aid}.jsonl", b"".join(json_line(r) for r in w.records)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 
 
 class _GeminiWriter:
-    def __init__(self, transcript: Transcript, report: ConversionReport) -> None:
+    def __init__(self, transcript: Transcript, report: ConversionReport, kind: str = "main") -> None:
         self.t = transcript
         self.report = report
+        self.kind = kind
+        #: spawning call id -> the agent id of the subagent recording written beside this one
+        self.agents = {c.spawn_call: agent_id(transcript, c) for c in transcript.subagents
+                       if c.spawn_call and kind == "main"}
         self.records: list[Any] = []
         self.live: list[tuple[int, dict[str, Any]]] = []  # (path index, message) gemini resumes
         self.calls: dict[str, dict[str, Any]] = {}  # call id -> its toolCalls record
@@ -195,9 +221,12 @@ class _GeminiWriter:
         last = when(self.path[-1].ts, t.created)[0] if self.path else start
         meta: dict[str, Any] = {"sessionId": self.report.session_id,
                                 "projectHash": project_hash(os.path.abspath(cwd_of(t))),
-                                "startTime": start, "lastUpdated": last, "kind": "main",
-                                PROVENANCE_KEY: provenance(t)}
-        if t.title:
+                                "startTime": start, "lastUpdated": last, "kind": self.kind}
+        if self.kind == "subagent":  # gemini-cli records a subagent's workspace directories
+            meta["directories"] = [os.path.abspath(cwd_of(t))]
+        else:
+            meta[PROVENANCE_KEY] = provenance(t)
+        if t.title and self.kind == "main":
             meta["summary"] = t.title
         self.records.append(meta)
         i = 0
@@ -217,10 +246,7 @@ class _GeminiWriter:
             if "status" not in call:  # never answered in the source
                 call["status"] = "cancelled"
         self.report.branches_flattened = leaves_besides(t)
-        if t.subagents:
-            self.report.subagents = len(t.subagents)
-            self.report.notes.append(f"{len(t.subagents)} subagent transcript(s) not written (the "
-                                     f"spawning calls and their results are kept)")
+        self.report.subagents = len(t.subagents)
 
     # -- records ------------------------------------------------------------------------------
     def parts(self, e: Entry) -> list[dict[str, Any]]:
@@ -283,6 +309,8 @@ class _GeminiWriter:
     def call(self, e: Entry) -> dict[str, Any]:
         call_id, name, args = target_call(NAME, e, self.report)
         record = {"id": call_id, "name": name, "args": args, "timestamp": self.ts(e)}
+        if call_id in self.agents:
+            record["agentId"] = self.agents[call_id]
         self.calls[call_id] = record
         return record
 

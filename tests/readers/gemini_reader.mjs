@@ -3,6 +3,7 @@
 // Runs offline: no model, no auth, only the storage and session code.
 //
 //   GEMINI_CLI_HOME=DIR node gemini_reader.mjs PROJECT_DIR SESSION_ID
+//   node gemini_reader.mjs --file RECORDING      (a subagent's recording, loaded directly)
 //
 // - Storage(PROJECT_DIR).initialize(): gemini's project registry picks the project's temp dir
 //   (~/.gemini/tmp/<slug>), migrating a legacy sha256-named dir into it, as the CLI does at
@@ -24,24 +25,38 @@ function part(p) {
 	return { other: Object.keys(p) };
 }
 
-const [projectDir, sessionId] = process.argv.slice(2);
-if (!projectDir || !sessionId || !process.env.GEMINI_CLI_HOME) {
-	console.error("usage: GEMINI_CLI_HOME=DIR node gemini_reader.mjs PROJECT_DIR SESSION_ID");
+async function find(projectDir, sessionId) {
+	const storage = new Storage(projectDir);
+	await storage.initialize();
+	const tempDir = storage.getProjectTempDir();
+	const files = await storage.listProjectChatFiles();
+	const out = { projectTempDir: tempDir, listed: files.map((f) => f.filePath), found: null };
+	for (const f of files) {
+		const record = await loadConversationRecord(join(tempDir, f.filePath));
+		if (record && record.sessionId === sessionId) {
+			out.found = { file: f.filePath, record };
+			break;
+		}
+	}
+	return out;
+}
+
+const args = process.argv.slice(2);
+let out;
+if (args[0] === "--file" && args[1]) {
+	// a subagent's recording (chats/<parent id>/<agent id>.jsonl: not in the chat list, loaded
+	// by the same loader when its parent's call is opened)
+	const record = await loadConversationRecord(args[1]);
+	out = { found: record ? { file: args[1], record } : null };
+} else if (args.length === 2 && process.env.GEMINI_CLI_HOME) {
+	out = await find(args[0], args[1]);
+} else {
+	console.error("usage: GEMINI_CLI_HOME=DIR node gemini_reader.mjs PROJECT_DIR SESSION_ID\n" +
+		"       node gemini_reader.mjs --file RECORDING");
 	process.exit(2);
 }
-const storage = new Storage(projectDir);
-await storage.initialize();
-const tempDir = storage.getProjectTempDir();
-const files = await storage.listProjectChatFiles();
-let found = null;
-for (const f of files) {
-	const record = await loadConversationRecord(join(tempDir, f.filePath));
-	if (record && record.sessionId === sessionId) {
-		found = { file: f.filePath, record };
-		break;
-	}
-}
-const out = { projectTempDir: tempDir, listed: files.map((f) => f.filePath), found: Boolean(found) };
+const found = out.found;
+out.found = Boolean(found);
 if (found) {
 	const { record } = found;
 	out.file = found.file;
@@ -54,7 +69,7 @@ if (found) {
 	out.messages = record.messages.map((m) => ({
 		id: m.id,
 		type: m.type,
-		toolCalls: (m.toolCalls || []).map((c) => ({ id: c.id, name: c.name, status: c.status })),
+		toolCalls: (m.toolCalls || []).map((c) => ({ id: c.id, name: c.name, status: c.status, agentId: c.agentId ?? null })),
 	}));
 	out.history = convertSessionToClientHistory(record.messages)
 		.map((h) => ({ id: h.id, role: h.content.role, parts: (h.content.parts || []).map(part) }));
