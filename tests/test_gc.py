@@ -311,11 +311,9 @@ def test_gc_keeps_what_a_concurrent_writer_deduplicated_and_named(tmp_path):
     # the only garbage at the mark was named again; what goes is the expired operations,
     # exactly (read off the store, not gc's count)
     assert before - set(repo.objects) == set(res.operations_expired) != set(), res
-    # gc's count is of records, not objects: in about one run in four under load it says 4
-    # while exactly the 3 expired operations left the store (checked above) — most likely a
-    # duplicate record (two processes stored one object) counted twice. Known, left for its
-    # own fix; what the store lost is exact.
-    assert res.objects_removed >= len(res.operations_expired), res
+    # and gc's count says the same: objects, not records (a duplicate record, two processes
+    # storing one object, is one object)
+    assert res.objects_removed == len(res.operations_expired), res
     res = pm.gc(repo, prune="now")  # the next gc sees them live from the start
     assert res.objects_rescued == 0 and fsck_repo.check(repo, full=True).problems == []
 

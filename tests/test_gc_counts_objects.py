@@ -1,9 +1,8 @@
 """Issue 30 item 10: gc's `objects_removed` counts objects, not records. Two processes that
 store one object at once leave two records of it (in two packs); when it becomes garbage,
-one object leaves the store and gc must say 1. Today store/repack.py (`_NewPack.fill` /
-packconsolidate.copy_records) adds up the dead records of each pack, so it says 2 — which
-is why tests/test_gc.py's concurrent re-import test had to bound the count instead of
-asserting it."""
+one object leaves the store and gc must say 1. store/repack.py used to add up
+the dead records of each pack, so it said 2 (and tests/test_gc.py's concurrent re-import
+test had to bound the count); it counts distinct ids now."""
 
 from __future__ import annotations
 
@@ -32,8 +31,6 @@ def _two_records_of_one_garbage_object(repo) -> set[str]:
     return {oid, other}
 
 
-@pytest.mark.xfail(strict=True, reason="store/repack.py counts dead records, not distinct "
-                                        "ids (issue 30 item 10; ctxstore/store is J's)")
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_objects_removed_counts_each_object_once(tmp_path, dry_run):
     repo = Repository.init(tmp_path)

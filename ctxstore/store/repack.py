@@ -200,7 +200,7 @@ def repack(store: PackStore, live: Container[str], cutoff: float, *, dry_run: bo
             old_active = [p for p in res.kept_packs if p not in sealed_paths
                           and _mtime(p) < cutoff]
             res.kept_packs = [p for p in res.kept_packs if p not in old_active]
-            _estimate(candidates, old_active, res, live)
+            _estimate(candidates, old_active, res, live, kept)
         else:
             if prepare is not None:
                 cands = [Pack(p, sealed=True) for p in candidates]
@@ -237,9 +237,16 @@ def _in_kept(kept: list[Pack], raw: bytes) -> bool:
     return False
 
 
+def _leaving(dead: set[str], kept: list[Pack]) -> set[str]:
+    """The dead ids that leave the store: those no kept pack also holds. Objects, not records:
+    two writers racing on one object leave a record of it in each of two packs."""
+    return {i for i in dead if not _in_kept(kept, bytes.fromhex(i))}
+
+
 def _estimate(candidates: list[str], active: list[str], res: RepackResult,
-              live: Container[str]) -> None:
+              live: Container[str], kept: list[Pack]) -> None:
     """Dry run: count what a rewrite of `candidates` and old active packs would drop."""
+    seen: set[str] = set()
     for path in [*candidates, *active]:
         pack = Pack(path, sealed=path in candidates)
         try:
@@ -250,9 +257,10 @@ def _estimate(candidates: list[str], active: list[str], res: RepackResult,
             continue
         finally:
             pack.close()
-        res.objects_before += len(ids)
-        res.objects_removed += sum(1 for i in ids if i not in live)
+        seen.update(ids)
         res.removed_packs.append(path)
+    res.objects_before = len(seen)
+    res.objects_removed = len(_leaving({i for i in seen if i not in live}, kept))
 
 
 class _NewPack:
@@ -268,27 +276,39 @@ class _NewPack:
 
     def fill(self, paths: list[str], live: Container[str], kept: list[Pack],
              transform: Callable[..., bytes] | None = None
-             ) -> tuple[list[str], list[str], int, int]:
+             ) -> tuple[list[str], list[str], set[str], set[str]]:
         """Append the live records of each pack of `paths` not already in `kept` (through
-        `transform`, if given), then fdatasync: (packs copied, damaged packs left out, records
-        seen, records not live)."""
-        copied, damaged, total, dead = [], [], 0, 0
+        `transform`, if given), then fdatasync: (packs copied, damaged packs left out, ids
+        seen in the copied packs, those not live). Ids, not records: a pack may repeat an
+        object another pack holds."""
+        copied, damaged, seen, dead = [], [], set(), set()
         for path in paths:
+            pack_seen: set[str] = set()
+            pack_dead: set[str] = set()
+
+            def is_live(hex_id: str, seen: set[str] = pack_seen, dead: set[str] = pack_dead
+                        ) -> bool:
+                seen.add(hex_id)
+                if hex_id in live:
+                    return True
+                dead.add(hex_id)
+                return False
+
             pack = Pack(path, sealed=True)
             try:
-                out = copy_records(pack, self.fd, self.pos, self.written, live.__contains__,
+                out = copy_records(pack, self.fd, self.pos, self.written, is_live,
                                    lambda raw, kept=kept: _in_kept(kept, raw), transform)
             finally:
                 pack.close()
-            if out is None:
+            if out is None:  # left in place whole: none of its ids is counted
                 damaged.append(path)
                 continue
-            self.pos, n_total, n_dead = out
-            total += n_total
-            dead += n_dead
+            self.pos = out[0]
+            seen |= pack_seen
+            dead |= pack_dead
             copied.append(path)
         os.fdatasync(self.fd)
-        return copied, damaged, total, dead
+        return copied, damaged, seen, dead
 
     def discard(self) -> None:
         if self.fd is not None:
@@ -323,15 +343,17 @@ def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Co
     packs_dir = store.packs_dir
     new = _NewPack(packs_dir)
     try:
-        merged, damaged, res.objects_before, dead = new.fill(candidates, live, kept, transform)
+        merged, damaged, seen, dead = new.fill(candidates, live, kept, transform)
     except BaseException:
         new.discard()
         raise
     res.kept_packs += damaged
-    if not merged or (dead == 0 and len(merged) == 1 and transform is None):
+    res.objects_before = len(seen)
+    if not merged or (not dead and len(merged) == 1 and transform is None):
         new.discard()  # nothing to gain: the one candidate already holds only live objects
         return
-    res.objects_removed, res.objects_kept = dead, len(new.written)
+    leaving = _leaving(dead, kept)
+    res.objects_removed, res.objects_kept = len(leaving), len(new.written)
     res.new_pack = new.install(note, "pack")
     if not exclusive:
         for path in merged:
@@ -354,7 +376,7 @@ def _rewrite(store: PackStore, candidates: list[str], kept: list[Pack], live: Co
         note("locked")
         extra = remark() if remark is not None else set()
         if extra:
-            merged = _rescue(store, merged, kept, extra, res, note)
+            merged = _rescue(store, merged, kept, extra, leaving, res, note)
         for path in merged:
             _delete_pack(path)
             res.removed_packs.append(path)
@@ -373,13 +395,13 @@ def _delete_pack(path: str) -> None:
 
 
 def _rescue(store: PackStore, merged: list[str], kept: list[Pack], extra: Container[str],
-            res: RepackResult, note: Step) -> list[str]:
+            leaving: set[str], res: RepackResult, note: Step) -> list[str]:
     """Copy the objects that became live after the mark out of the packs about to be deleted,
     into one more pack; returns the packs that may still be deleted."""
     also = [Pack(res.new_pack, sealed=True)] if res.new_pack else []
     new = _NewPack(store.packs_dir)
     try:
-        copied, damaged, total, dead = new.fill(merged, extra, kept + also)
+        copied, damaged, seen, dead = new.fill(merged, extra, kept + also)
         res.rescue_pack = new.install(note, "rescue")
     except BaseException:
         new.discard()
@@ -388,7 +410,7 @@ def _rescue(store: PackStore, merged: list[str], kept: list[Pack], extra: Contai
         for pack in also:
             pack.close()
     res.kept_packs += damaged
-    res.objects_rescued = total - dead
+    res.objects_rescued = len((seen - dead) & leaving)  # counted as leaving, and now kept
     res.objects_removed -= res.objects_rescued
     res.objects_kept += len(new.written)
     return copied
