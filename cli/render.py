@@ -199,6 +199,9 @@ def event_summary(ev: Event, width: int = 80, cwd: str = "",
                 "branch"):
         v = p.get(key)
         if isinstance(v, str) and v:
+            if key == "text" and "<command-name>" in v:  # (import only when there is markup)
+                from ctxstore.state.prompts import slash_command
+                v = slash_command(v)
             return one_line(v, width)
     if "tool_call_id" in p:
         return f"tool call {p['tool_call_id']}"

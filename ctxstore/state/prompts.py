@@ -124,3 +124,25 @@ def title_of(text: str, limit: int = 80) -> str:
         if line:
             return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"
     return ""
+
+
+_COMMAND_TAGS = re.compile(r"<(command-name|command-message|command-args)>(.*?)</\1>", re.DOTALL)
+
+
+def slash_command(text: str) -> str:
+    """For display (`ctx log`, the viewer): TEXT with Claude Code's slash-command markup
+    (`<command-name>/review</command-name>`, `<command-message>`, `<command-args>src
+    </command-args>`) shown as the command the user typed: "/review src". Other text is
+    returned as it is."""
+    if "<command-name>" not in text:
+        return text
+    parts: dict[str, str] = {}
+    for m in _COMMAND_TAGS.finditer(text):
+        parts.setdefault(m.group(1), " ".join(m.group(2).split()))
+    name = parts.get("command-name", "")
+    if not name:
+        return text
+    command = (name if name.startswith("/") else "/" + name) + (
+        f" {parts['command-args']}" if parts.get("command-args") else "")
+    rest = _COMMAND_TAGS.sub("", text).strip()
+    return f"{command}\n\n{rest}" if rest else command

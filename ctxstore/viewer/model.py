@@ -15,7 +15,6 @@ Strings are copied as they are: escaping is the renderer's job (it uses textCont
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, TypeVar
 
 from ..errors import NotFound
@@ -28,6 +27,7 @@ from ..state.calls import EMPTY_BOOK, RESULT_TYPES, step, tool_call_id
 from ..state.folds import fold
 from ..state.model import AgentState
 from ..state.projector import Projector
+from ..state.prompts import slash_command
 from ..state.tools import call_effects
 from ..trace import normalize_usage, stats
 from .checks import rerun, structural
@@ -157,27 +157,6 @@ def _summary(ev: Event, msg: Message | None, harness: str) -> str:
             return _first_line(slash_command(p[key]) if key == "text" else p[key])
     keys = ", ".join(sorted(str(k) for k in p)[:6])
     return f"{{{keys}}}" if keys else ""
-
-
-_COMMAND_TAGS = re.compile(r"<(command-name|command-message|command-args)>(.*?)</\1>", re.DOTALL)
-
-
-def slash_command(text: str) -> str:
-    """TEXT with Claude Code's slash-command markup (`<command-name>/review</command-name>`,
-    `<command-message>`, `<command-args>src</command-args>`) shown as the command the user
-    typed: "/review src". Other text is returned as it is."""
-    if "<command-name>" not in text:
-        return text
-    parts: dict[str, str] = {}
-    for m in _COMMAND_TAGS.finditer(text):
-        parts.setdefault(m.group(1), " ".join(m.group(2).split()))
-    name = parts.get("command-name", "")
-    if not name:
-        return text
-    command = (name if name.startswith("/") else "/" + name) + (
-        f" {parts['command-args']}" if parts.get("command-args") else "")
-    rest = _COMMAND_TAGS.sub("", text).strip()
-    return f"{command}\n\n{rest}" if rest else command
 
 
 def _noise(ev: Event, msg: Message | None) -> bool:
