@@ -27,6 +27,7 @@ import pytest
 from ctxstore.convert import Transcript, read_transcript, target
 from ctxstore.convert.toolmap import map_call
 from ctxstore.importers import import_paths
+from ctxstore.repo import Repository
 from tests.readers import reader
 from tests.readers.roundtrip import built, check_corpus_harness, write_where_it_looks
 from tests.resumecases import HOSTILE, harnesses, reimport
@@ -135,7 +136,8 @@ def test_built_session_rewind_compaction_subagent_big_result(tmp_path):
     check_reimport(t, reimport(repo, path, sid))
 
 
-def test_thinking_signed_by_another_provider_is_dropped_and_counted(tmp_path):
+def _tiny(tmp: Path) -> Transcript:
+    """A two-message pi session with signed OpenAI reasoning and plain thinking, imported."""
     lines = [
         {"type": "session", "version": 3, "id": "th-1", "timestamp": "2026-01-01T00:00:00.000Z",
          "cwd": "/tmp/th"},
@@ -149,13 +151,14 @@ def test_thinking_signed_by_another_provider_is_dropped_and_counted(tmp_path):
              "api": "openai-responses", "provider": "openai", "model": "gpt-5", "stopReason": "stop",
              "usage": {}, "timestamp": 2}},
     ]
-    src = tmp_path / "th.jsonl"
+    src = tmp / "th.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    from ctxstore.repo import Repository
-
     repo = Repository.memory()
-    sid = import_paths(repo, [src]).sessions[0].session
-    t = read_transcript(repo, sid)
+    return read_transcript(repo, import_paths(repo, [src]).sessions[0].session)
+
+
+def test_thinking_signed_by_another_provider_is_dropped_and_counted(tmp_path):
+    t = _tiny(tmp_path)
     _path, got, _t = _convert(t, tmp_path / "out")
     thinking = [th["text"] for m in _messages(got) if m["role"] == "assistant" for th in m["thinking"]]
     assert thinking == ["plain thought"]
@@ -216,3 +219,25 @@ def test_session_file_path_is_pis_own_rule(tmp_path):
     assert pi.project_dir_name("/home/u/my proj") == "--home-u-my proj--"
     assert pi.project_dir_name("C:\\w\\x") == "--C--w-x--"
     assert pi.sessions_dir({"PI_CODING_AGENT_DIR": str(tmp_path)}) == tmp_path / "sessions"
+
+
+@pytest.mark.parametrize("how", ["PI_CODING_AGENT_SESSION_DIR", "project settings", "agent settings"])
+def test_session_folder_is_where_pi_looks(how, tmp_path):
+    """pi's main.js takes the session folder from PI_CODING_AGENT_SESSION_DIR, else the
+    `sessionDir` setting (project over agent dir), else the per-cwd default: the file is
+    written there and pi's own SessionManager.list (with pi's SettingsManager) lists it."""
+    project, agent, chosen = tmp_path / "project", tmp_path / "agent", tmp_path / "chosen"
+    env = {"PI_CODING_AGENT_DIR": str(agent)}
+    settings = {"project settings": project / ".pi", "agent settings": agent}.get(how)
+    if settings is None:
+        env[how] = str(chosen)
+    else:
+        settings.mkdir(parents=True)
+        (settings / "settings.json").write_text(json.dumps({"sessionDir": str(chosen)}))
+    t = dataclasses.replace(_tiny(tmp_path), cwd=str(project))
+    path = pi.default_path(t, env)
+    assert path.parent == chosen
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as out:
+        pi.write(t, out)
+    assert reader.run(READER, str(path), str(project), env=env)["listed"]

@@ -126,12 +126,44 @@ def session_id(transcript: Transcript) -> str:
     return stable_uuid(NAME, transcript.session, transcript.branch, transcript.leaf)
 
 
-def sessions_dir(env: Mapping[str, str]) -> Path:
-    """pi's sessions directory: $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions
-    (config.js getAgentDir, which expands a leading ~)."""
+def _home(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or str(Path.home())
+
+
+def _expand(path: str, env: Mapping[str, str]) -> str:
+    """pi's expandTildePath: a leading `~` or `~/` is the home directory."""
+    return _home(env) + path[1:] if path == "~" or path.startswith("~/") else path
+
+
+def agent_dir(env: Mapping[str, str]) -> Path:
+    """$PI_CODING_AGENT_DIR, else ~/.pi/agent (config.js getAgentDir)."""
     agent = env.get("PI_CODING_AGENT_DIR")
-    base = Path(agent).expanduser() if agent else Path(env.get("HOME") or Path.home()) / ".pi" / "agent"
-    return base / "sessions"
+    return Path(_expand(agent, env)) if agent else Path(_home(env)) / ".pi" / "agent"
+
+
+def sessions_dir(env: Mapping[str, str]) -> Path:
+    """The folder of pi's per-project session folders: <agent dir>/sessions."""
+    return agent_dir(env) / "sessions"
+
+
+def _session_dir_setting(settings: Path) -> str:
+    try:
+        value = json.loads(settings.read_text(encoding="utf-8")).get("sessionDir")
+    except (FileNotFoundError, ValueError, UnicodeDecodeError, AttributeError):
+        return ""  # pi starts without a settings file it cannot parse, too
+    return value if isinstance(value, str) else ""
+
+
+def session_folder(cwd: str, env: Mapping[str, str]) -> Path:
+    """The folder pi lists and opens sessions in for CWD (main.js): PI_CODING_AGENT_SESSION_DIR,
+    else the `sessionDir` setting (the project's .pi/settings.json over the agent dir's
+    settings.json), else <agent dir>/sessions/--<cwd>--."""
+    chosen = env.get("PI_CODING_AGENT_SESSION_DIR") or next(
+        (v for v in (_session_dir_setting(Path(cwd) / ".pi" / "settings.json"),
+                     _session_dir_setting(agent_dir(env) / "settings.json")) if v), "")
+    if chosen:
+        return Path(cwd) / _expand(chosen, env)  # a relative setting is relative to pi's cwd
+    return sessions_dir(env) / project_dir_name(cwd)
 
 
 def project_dir_name(cwd: str) -> str:
@@ -142,10 +174,10 @@ def project_dir_name(cwd: str) -> str:
 
 
 def default_path(transcript: Transcript, env: Mapping[str, str]) -> Path:
-    """`<sessions>/--<cwd>--/<created, : and . as ->_<session id>.jsonl`, as pi names a new
+    """`<session folder>/<created, : and . as ->_<session id>.jsonl`, as pi names a new
     session file (SessionManager.newSession)."""
     stamp = when(transcript.created)[0].replace(":", "-").replace(".", "-")
-    return sessions_dir(env) / project_dir_name(cwd_of(transcript)) / f"{stamp}_{session_id(transcript)}.jsonl"
+    return session_folder(cwd_of(transcript), env) / f"{stamp}_{session_id(transcript)}.jsonl"
 
 
 def register(path: Path, transcript: Transcript, env: Mapping[str, str]) -> list[str]:

@@ -9,9 +9,11 @@
 //   the user can /tree-navigate to);
 // - getTree()/getEntries(): the entry ids, parentIds and compaction records as pi sees them;
 // - with CWD: SessionManager.list(CWD) under $PI_CODING_AGENT_DIR, so the test knows that
-//   `pi --resume` / `pi --session <id>` in that directory lists the file.
+//   `pi --resume` / `pi --session <id>` in that directory lists the file (in the folder pi's
+//   main.js picks: PI_CODING_AGENT_SESSION_DIR, else the sessionDir setting, else per cwd).
 import { resolve } from "node:path";
-import { SessionManager, buildSessionContext } from "@mariozechner/pi-coding-agent";
+import { homedir } from "node:os";
+import { SessionManager, SettingsManager, buildSessionContext } from "@mariozechner/pi-coding-agent";
 
 function text(content) {
 	if (typeof content === "string") return content;
@@ -79,7 +81,11 @@ if (cwd) {
 		console.error("listing needs PI_CODING_AGENT_DIR (a test must not touch ~/.pi)");
 		process.exit(2);
 	}
-	const listed = await SessionManager.list(cwd);
+	// the session folder as pi's main.js picks it: PI_CODING_AGENT_SESSION_DIR, else the
+	// sessionDir setting (project .pi/settings.json over the agent dir's), else per-cwd default
+	const env = process.env.PI_CODING_AGENT_SESSION_DIR;
+	const sessionDir = env ? env.replace(/^~(?=$|\/)/, homedir()) : SettingsManager.create(cwd).getSessionDir();
+	const listed = await SessionManager.list(cwd, sessionDir);
 	result.listed = listed.some((s) => resolve(s.path) === resolve(file));
 	result.listedIds = listed.map((s) => s.id);
 }
