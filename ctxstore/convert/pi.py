@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..clock import iso_from_ms, parse_ts
+from ..errors import NotFound
 from . import PROVENANCE_KEY, ConversionReport, result_text
 from .model import Entry, Image, Transcript, orphaned, provider_of, stable_uuid, tree_order
 from .toolmap import map_call
@@ -88,10 +89,14 @@ def json_line(record: Any) -> bytes:
 
 
 def image_data(transcript: Transcript, image: Image) -> str:
-    """The base64 bytes of an image ("" when ctxstore holds only its reference)."""
+    """The base64 bytes of an image ("" when ctxstore holds only its reference, or names an
+    artifact this store does not have: the writer then says so in a text line)."""
     if not image.artifact:
         return ""
-    return base64.b64encode(transcript.artifact_bytes(image.artifact)).decode("ascii")
+    try:
+        return base64.b64encode(transcript.artifact_bytes(image.artifact)).decode("ascii")
+    except NotFound:
+        return ""
 
 
 def leaves_besides(transcript: Transcript) -> int:
@@ -391,6 +396,8 @@ class _PiWriter:
         block: dict[str, Any] = {"type": "thinking", "thinking": e.text}
         if e.signature:
             block["thinkingSignature"] = e.signature
+            if not e.text:  # Anthropic's redacted_thinking: pi keeps its data as the signature
+                block["redacted"] = True
         return block
 
     def call(self, e: Entry) -> dict[str, Any]:
