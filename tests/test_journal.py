@@ -203,7 +203,7 @@ def test_a_journal_past_the_threshold_is_checkpointed_into_a_new_salt(tmp_path, 
         _append(repo, f"event {i} " + "x" * 200)
         salts.add(repo.journal.scan().salt)
     assert len(salts) > 1
-    assert os.path.getsize(tmp_path / ".ctx" / "wal") < 4096 + 2048
+    assert J.parse((tmp_path / ".ctx" / "wal").read_bytes()).end < 4096 + 2048
     ref = repo.head_branch()
     assert len(list(repo.graph.first_parents(repo.refs.read(ref)))) == 41
     repo.close()
@@ -248,8 +248,11 @@ def test_a_torn_tail_is_cut_before_the_next_append_and_is_no_problem(tmp_path):
     _append(repo, "a")
     repo.close()
     wal = tmp_path / ".ctx" / "wal"
-    with open(wal, "ab") as f:
-        f.write(b"\x99\x00\x00")  # the start of a record cut short
+    end = J.parse(wal.read_bytes()).end
+    with open(wal, "r+b") as f:
+        f.seek(end)
+        f.write(b"\x99\x00\x00")  # the start of a record cut short, in the preallocated zeros
+    assert J.parse(wal.read_bytes()).problem == "torn"
     with Repository.open(tmp_path / ".ctx") as again:
         assert fsck.check(again).ok
         tip = _append(again, "b")

@@ -49,7 +49,8 @@ def shim(name):
     return call
 with repo.transaction(message="victim") as tx:
     tx.append("UserPromptSubmitted", "user", {"text": "victim"})
-    for name in ("write", "fsync", "fdatasync", "replace", "rename", "ftruncate", "unlink"):
+    for name in ("write", "pwrite", "fsync", "fdatasync", "replace", "rename", "ftruncate",
+                 "unlink"):
         setattr(os, name, shim(name))
 print("ack", tx.tip, calls[0], flush=True)
 """

@@ -34,6 +34,8 @@ CHECKSUM_BYTES = 16
 MAX_RECORD = 64 << 20
 #: A checkpoint folds the journal once it is this long (a reader scans it at open).
 CHECKPOINT_BYTES = 512 << 10
+#: Zeros a new journal is created with, so that appends inside them leave its size alone.
+PREALLOCATE = 1 << 20
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
 
@@ -126,41 +128,52 @@ def parse(data: bytes, where: str = "wal") -> Scan:
     if magic != MAGIC:
         raise CorruptStore(f"{where}: not a ctxstore write-ahead journal (magic {magic!r})",
                            path=where)
-    last = chain_seed(data[:HEADER.size])
-    scan = Scan(salt, boot, [], HEADER.size, len(data), last)
-    off, seq = HEADER.size, 1
-    while off < len(data):
-        if off + RECORD.size > len(data):
-            scan.problem, scan.detail = "torn", f"a record header cut short at byte {off}"
-            break
-        length, rsalt, rseq = RECORD.unpack_from(data, off)
-        if rsalt != salt or rseq != seq or length > MAX_RECORD:
-            scan.problem = "damaged"
-            scan.detail = (f"the record at byte {off} has "
-                           + ("another journal's salt" if rsalt != salt else
-                              f"sequence {rseq}, expected {seq}" if rseq != seq else
-                              f"length {length}"))
-            break
-        end = off + RECORD.size + length + CHECKSUM_BYTES
-        if end > len(data):
-            if data.find(salt + struct.pack("<Q", seq + 1), off + RECORD.size) >= 0:
-                # the next record follows: this one's length is damaged, not cut short
-                scan.problem = "damaged"
-                scan.detail = f"record {seq} at byte {off}: its length {length} runs past the next record"
-            else:
-                scan.problem = "torn"
-                scan.detail = (f"record {seq} at byte {off} is cut short ({len(data) - off} of "
-                               f"{end - off} bytes)")
-            break
-        payload = data[off + RECORD.size:end - CHECKSUM_BYTES]
-        digest = checksum(last, data[off:off + RECORD.size], payload)
-        if digest != data[end - CHECKSUM_BYTES:end]:
-            scan.problem, scan.detail = "damaged", f"record {seq} at byte {off}: checksum mismatch"
-            break
-        scan.records.append(Record(seq, off, payload))
-        last, off, seq = digest, end, seq + 1
-        scan.end, scan.last = off, last
+    scan = Scan(salt, boot, [], HEADER.size, len(data), chain_seed(data[:HEADER.size]))
+    resume(scan, data[HEADER.size:], len(data))
     return scan
+
+
+def resume(scan: Scan, data: bytes, size: int) -> None:
+    """Extend `scan` with the records in `data`, the file's bytes from `scan.end` on (`size`:
+    the file's size). The journal is preallocated with zeros (an fdatasync that changes no file
+    size costs less), so zeros where a record header would start end the records cleanly."""
+    salt, base = scan.salt, scan.end
+    last, seq, off = scan.last, scan.next_seq, 0
+    scan.size, scan.problem, scan.detail = size, None, ""
+    while off < len(data):
+        if not data[off:off + RECORD.size].strip(b"\0"):
+            if not data[off:].strip(b"\0"):
+                break  # preallocated space: no more records
+        why = None
+        if off + RECORD.size > len(data):
+            why, end = f"a record header cut short at byte {base + off}", len(data)
+        else:
+            length, rsalt, rseq = RECORD.unpack_from(data, off)
+            end = off + RECORD.size + length + CHECKSUM_BYTES
+            if rsalt != salt or rseq != seq or length > MAX_RECORD:
+                why = (f"the record at byte {base + off} has "
+                       + ("another journal's salt" if rsalt != salt else
+                          f"sequence {rseq}, expected {seq}" if rseq != seq else
+                          f"length {length}"))
+                end = off + RECORD.size
+            elif end > len(data):
+                why = f"record {seq} at byte {base + off} runs past the end of the file"
+            else:
+                payload = data[off + RECORD.size:end - CHECKSUM_BYTES]
+                digest = checksum(last, data[off:off + RECORD.size], payload)
+                if digest != data[end - CHECKSUM_BYTES:end]:
+                    why = f"record {seq} at byte {base + off}: checksum mismatch"
+        if why is not None:
+            # damage when something follows that a cut-short write cannot explain: the next
+            # record's header, or any byte that is not zero after this record's end
+            follows = data.find(salt + struct.pack("<Q", seq + 1), off + RECORD.size) >= 0 or \
+                bool(data[end:].strip(b"\0"))
+            scan.problem = "damaged" if follows else "torn"
+            scan.detail = why
+            return
+        scan.records.append(Record(seq, base + off, payload))
+        last, off, seq = digest, end, seq + 1
+        scan.end, scan.last = base + off, last
 
 
 class JournalFile:
@@ -180,7 +193,9 @@ class JournalFile:
         return self.path.exists()
 
     def scan(self) -> Scan | None:
-        """The file's scan (None if there is no journal), re-read only if it changed."""
+        """The file's scan (None if there is no journal). Kept between looks: while the file
+        is the same inode with the same salt (a new file may reuse a freed inode, never the
+        salt), only the bytes after the last valid record are read."""
         cached = self._cached
         try:
             fd = os.open(self.path, os.O_RDONLY)
@@ -189,16 +204,19 @@ class JournalFile:
             return None
         try:
             st = os.fstat(fd)
-            # the same inode and size, and the same salt: a checkpoint's new file may reuse a
-            # freed inode number and reach the same size, but never draws the same salt
-            if cached is not None and cached[0] == st.st_ino and cached[1] == st.st_size and \
-                    os.pread(fd, 16, 0)[8:] == cached[2].salt:
-                return cached[2]
-            data = _read_all(fd, st.st_size)
+            if cached is not None and cached[0] == st.st_ino and \
+                    os.pread(fd, 16, 0)[8:] == cached[2].salt and cached[2].end <= st.st_size:
+                scan = cached[2]
+                tail = os.pread(fd, RECORD.size, scan.end)
+                if scan.problem is None and not tail.strip(b"\0"):
+                    scan.size = st.st_size
+                    return scan  # nothing appended since
+                resume(scan, _read_all(fd, st.st_size - scan.end, scan.end), st.st_size)
+            else:
+                scan = parse(_read_all(fd, st.st_size, 0), str(self.path))
         finally:
             os.close(fd)
-        scan = parse(data, str(self.path))
-        self._cached = (st.st_ino, len(data), scan)
+        self._cached = (st.st_ino, st.st_size, scan)
         return scan
 
     def create(self, *, sync: bool) -> Scan:
@@ -210,7 +228,7 @@ class JournalFile:
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            _write_all(fd, head)
+            _write_all(fd, head + bytes(PREALLOCATE))  # zeros, not fallocate: see `resume`
             if sync:
                 os.fsync(fd)
         finally:
@@ -218,8 +236,9 @@ class JournalFile:
         os.replace(tmp, self.path)
         if sync:
             fsync_dir(self.path.parent)
-        scan = Scan(salt, boot, [], len(head), len(head), chain_seed(head))
-        self._cached = (os.stat(self.path).st_ino, len(head), scan)
+        size = len(head) + PREALLOCATE
+        scan = Scan(salt, boot, [], len(head), size, chain_seed(head))
+        self._cached = (os.stat(self.path).st_ino, size, scan)
         return scan
 
     def discard_tail(self, scan: Scan, *, sync: bool) -> None:
@@ -237,32 +256,35 @@ class JournalFile:
         self._cached = (ino, scan.end, scan)
 
     def append(self, scan: Scan, payload: bytes, *, sync: bool) -> Record:
-        """Append one record after `scan`'s valid prefix: one write, one fdatasync. This is the
-        commit point of a journalled transaction."""
-        if scan.problem is not None or scan.size != scan.end:
+        """Write one record after `scan`'s valid prefix (into the preallocated zeros, or past
+        the end), then fdatasync: the commit point of a journalled transaction."""
+        if scan.problem is not None:
             raise CorruptStore(f"{self.path}: append after an unchecked tail", path=str(self.path))
         seq = scan.next_seq
         data, digest = encode_record(scan.salt, seq, scan.last, payload)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(self.path, os.O_WRONLY)
         try:
-            _write_all(fd, data)
+            done = 0
+            while done < len(data):
+                done += os.pwrite(fd, data[done:], scan.end + done)
             if sync:
                 os.fdatasync(fd)
-            ino = os.fstat(fd).st_ino
+            st = os.fstat(fd)
         finally:
             os.close(fd)
         record = Record(seq, scan.end, payload)
         scan.records.append(record)
-        scan.end = scan.size = scan.end + len(data)
+        scan.end += len(data)
+        scan.size = st.st_size
         scan.last = digest
-        self._cached = (ino, scan.end, scan)
+        self._cached = (st.st_ino, st.st_size, scan)
         return record
 
 
-def _read_all(fd: int, size: int) -> bytes:
+def _read_all(fd: int, size: int, offset: int) -> bytes:
     chunks, got = [], 0
     while True:
-        chunk = os.read(fd, max(size - got, 1 << 16))
+        chunk = os.pread(fd, max(size - got, 1 << 16), offset + got)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
