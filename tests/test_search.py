@@ -10,6 +10,7 @@ import pytest
 from ctxstore.search import SearchFilters, SearchUnavailable, search
 from ctxstore.search import index as search_index
 from tests.clitools import Ctx
+from tests.test_search_index import fresh_snapshot
 
 CODEX = "codex/rollout-genuine-redacted_v0.135.0_exec-smoke_019e9625.jsonl"
 HOSTILE = "see \x1b[31mRED\x1b[0m and \u202eevil\u202c <script>alert(1)</script> «fake» zebrafish\rback\x07"
@@ -176,8 +177,13 @@ def test_reindex_and_damage(store, tmp_path):
     con = search_index.connect(path)
     con.execute("DELETE FROM covered WHERE ref IN (SELECT ref FROM covered LIMIT 1)")
     con.close()
-    assert "checksum" in search_index.catch_up(repo).rebuilt
-    assert search_index.snapshot(repo) == before
+    store("append", "UserPromptSubmitted", "--payload", '{"text": "one more"}')
+    assert "checksum" in search_index.catch_up(repo).rebuilt  # seen when catching up
+    assert search_index.snapshot(repo) == fresh_snapshot(store.root)
+    con = search_index.connect(path)
+    con.execute("UPDATE meta SET value = 'x' WHERE key = 'op_head'")
+    con.close()
+    assert "checksum" in search_index.catch_up(repo).rebuilt  # seen when opening
     assert search_index.catch_up(repo).up_to_date
 
 

@@ -37,7 +37,7 @@ from .hits import HIT_TYPES
 
 Progress = Callable[[str, int, int], None]
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 INDEX_DIR = Path("cache") / "search"
 INDEX_FILE = "index.sqlite"
 _MEMORY_PREFIX = "refs/memory/"
@@ -121,14 +121,23 @@ def current_refs(repo) -> dict[str, str]:
     return out
 
 
-def _checksum(con: sqlite3.Connection) -> str:
-    h = blake3.blake3()
-    for key in ("schema", "store", "op_head"):
-        h.update(f"{key}={_meta(con, key)}\n".encode())
+def _covered_digest(con: sqlite3.Connection) -> str:
+    """A digest of the covered ref tips (read at each catch-up, where they are used)."""
     row = con.execute("SELECT group_concat(ref || ' ' || tip, char(10)) FROM "
                       "(SELECT ref, tip FROM covered ORDER BY ref)").fetchone()
-    h.update((row[0] or "").encode())
+    return blake3.blake3((row[0] or "").encode()).hexdigest()
+
+
+def _checksum(con: sqlite3.Connection) -> str:
+    """The checksum opening verifies: over the schema, the store and the covered point."""
+    h = blake3.blake3()
+    for key in ("schema", "store", "op_head", "covered"):
+        h.update(f"{key}={_meta(con, key)}\n".encode())
     return h.hexdigest()
+
+
+class _Stale(Exception):
+    """The covered ref tips do not match their recorded digest."""
 
 
 def _meta(con: sqlite3.Connection, key: str) -> str | None:
@@ -170,6 +179,7 @@ def _create(repo, path: Path) -> sqlite3.Connection:
     _set_meta(con, "schema", SCHEMA_VERSION)
     _set_meta(con, "store", store_identity(repo))
     _set_meta(con, "op_head", "")
+    _set_meta(con, "covered", _covered_digest(con))
     _set_meta(con, "checksum", _checksum(con))
     con.execute("COMMIT")
     return con
@@ -204,13 +214,16 @@ def catch_up(repo, progress: Progress | None = None, *, rebuild: str = "") -> In
     to be trusted). Cheap when nothing moved: one read of the op head."""
     con, why = open_index(repo, rebuild=rebuild)
     try:
-        return _catch_up(repo, con, progress, why)
-    except sqlite3.DatabaseError as exc:
-        con.close()
-        if why:
-            raise
-        con, why = open_index(repo, rebuild=f"SQLite reports it damaged ({exc})")
-        return _catch_up(repo, con, progress, why)
+        try:
+            return _catch_up(repo, con, progress, why)
+        except (sqlite3.DatabaseError, _Stale) as exc:
+            if why:
+                raise
+            con.close()
+            con, why = open_index(repo, rebuild=(
+                "its checksum does not match what it covers" if isinstance(exc, _Stale)
+                else f"SQLite reports it damaged ({exc})"))
+            return _catch_up(repo, con, progress, why)
     finally:
         con.close()
 
@@ -230,6 +243,8 @@ def _catch_up(repo, con: sqlite3.Connection, progress: Progress | None, why: str
         if not why and head and _meta(con, "op_head") == head:  # another process caught up
             con.execute("ROLLBACK")
             return IndexStatus(path, 0, 0, 0, up_to_date=True)
+        if _covered_digest(con) != _meta(con, "covered"):
+            raise _Stale()
         head = repo.refs.read_op_head() or ""  # before the refs: never record a newer head
         new = current_refs(repo)
         writer = _Writer(repo, con, progress)
@@ -237,6 +252,7 @@ def _catch_up(repo, con: sqlite3.Connection, progress: Progress | None, why: str
         con.execute("DELETE FROM covered")
         con.executemany("INSERT INTO covered(ref, tip) VALUES (?, ?)", sorted(new.items()))
         _set_meta(con, "op_head", head)
+        _set_meta(con, "covered", _covered_digest(con))
         _set_meta(con, "checksum", _checksum(con))
         con.execute("COMMIT")
     except BaseException:

@@ -104,12 +104,17 @@ def search(repo, query: str, *, limit: int = 20, filters: SearchFilters | None =
     if refresh:
         catch_up(repo)
     where, args = _where(flt)
-    sql = ("SELECT d.rowid, d.key, s.id, d.kind, e.text, d.ts, t.text, f.text, d.src_line, "
-           "s.harness, -bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid "
-           "LEFT JOIN sessions s ON s.sid = d.sid LEFT JOIN names e ON e.id = d.etype "
-           "LEFT JOIN names t ON t.id = d.tool LEFT JOIN names f ON f.id = d.src "
-           "WHERE fts MATCH ? " + "".join(f" AND {w}" for w in where)
-           + " ORDER BY bm25(fts) LIMIT ?")
+    columns = ("SELECT d.rowid, d.key, s.id, d.kind, e.text, d.ts, t.text, f.text, d.src_line, "
+               "s.harness, {score} AS score FROM {source} JOIN docs d ON d.rowid = {alias}.rowid "
+               "LEFT JOIN sessions s ON s.sid = d.sid LEFT JOIN names e ON e.id = d.etype "
+               "LEFT JOIN names t ON t.id = d.tool LEFT JOIN names f ON f.id = d.src ")
+    if where:  # the filters inside the ranking: the top LIMIT among the rows they keep
+        sql = (columns.format(score="-bm25(fts)", source="fts", alias="fts") + "WHERE fts MATCH ? "
+               + "".join(f" AND {w}" for w in where) + " ORDER BY bm25(fts) LIMIT ?")
+    else:  # rank first, then read the LIMIT rows' columns (a frequent word matches 5% of 1M)
+        sql = columns.format(score="-m.r", alias="m", source=(
+            "(SELECT rowid, bm25(fts) AS r FROM fts WHERE fts MATCH ? ORDER BY r LIMIT ?) m")) \
+            + "ORDER BY m.r"
     limit = max(0, int(limit))
     con = connect(index_path(repo))
     try:
