@@ -1,0 +1,50 @@
+"""What `ContextManager.build_context` puts in front of the model from what the caller passes
+and what the history holds (issue 35: survivors of the context group's mutation run —
+compile.py passed a system prompt, tools, a summary's sources and a merged branch's summary on
+without any test looking at them)."""
+
+from __future__ import annotations
+
+from ctxstore.compaction import compact, merge_branch
+
+from .sessions_factory import coding_session
+
+TOOLS = [{"name": "bash", "description": "run a command", "parameters": {"type": "object"}}]
+
+
+def test_the_system_prompt_and_tools_given_are_in_the_bundle():
+    cm = coding_session(2)
+    bundle = cm.build_context(budget=20_000, system_prompt="Be careful.", tools=TOOLS)
+    (system,) = [s for s in bundle.kept if s.kind == "system"]
+    assert system.text == "Be careful."
+    assert [dict(s.data) for s in bundle.kept if s.kind == "tool_schema"] == TOOLS
+    bare = cm.build_context(budget=20_000)
+    assert not [s for s in bare.kept if s.kind in ("system", "tool_schema")]
+
+
+def test_a_summary_names_its_compaction_event_and_first_replaced_event():
+    cm = coding_session(5)
+    res = compact(cm, keep_recent_tokens=50)
+    rec = cm.repo.objects.get(res.compaction_id)
+    (summary,) = [s for s in cm.build_context(budget=20_000).kept if s.kind == "summary"]
+    assert summary.sources == (cm.tip, rec.first_event)
+    assert summary.text.startswith(rec.summary[:40])
+
+
+def test_a_merged_branch_reaches_the_context_as_its_checked_summary():
+    cm = coding_session(2)
+    alt = cm.fork("explore")
+    for t in range(3):
+        alt.record_tool_call(f"e{t}", "grep", {"q": f"thing {t}"})
+        alt.record_tool_result(f"e{t}", f"found thing {t} in src/x.py\n" * 20)
+    alt.update_state({"decisions_add": [{"decision": "thing 2 is the culprit",
+                                         "rationale": "grep"}]})
+    res = merge_branch(cm, "explore")
+    merged_event = cm.tip
+    rec = cm.repo.objects.get(res.compaction_id)
+    merged = [s for s in cm.build_context(budget=50_000).kept
+              if s.text.startswith("[Merged branch ")]
+    assert len(merged) == 1
+    assert merged[0].kind == "summary"
+    assert merged[0].text == f"[Merged branch explore]\n{rec.summary}"
+    assert merged[0].sources == (merged_event, res.compaction_id)
