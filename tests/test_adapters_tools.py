@@ -72,3 +72,11 @@ def test_anthropic_skips_an_empty_message_and_goes_on():
         {"role": "user", "content": [{"type": "text", "text": "first"},
                                      {"type": "text", "text": "second"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "answer"}]}]
+
+
+def test_the_system_prompt_holds_instructions_and_state_but_no_tool_schema():
+    bundle = _bundle()
+    expected = ("Be careful.\n\n## Goal\nUser goal: fix the test\nCurrent task: go on\n\n"
+                "Tool error: read [t2] no such file")
+    assert to_anthropic(bundle)["system"] == expected
+    assert to_openai(bundle)["messages"][0] == {"role": "system", "content": expected}
