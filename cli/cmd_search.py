@@ -77,7 +77,8 @@ def search_cmd(state, query, limit, harness, cwd, since, until, types, tool, fil
       ctx search parse* --file src/parser.py --json
       ctx search --reindex
     """
-    from ctxstore.search import SearchFilters, SearchUnavailable, reindex as rebuild, search
+    from ctxstore.search import SearchFilters, SearchUnavailable, search
+    from ctxstore.search import reindex as rebuild
 
     repo = state.repo
     if not query and not reindex:

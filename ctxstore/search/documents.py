@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .. import codec
 from ..errors import CtxError, ObjectNotFound
 
 if TYPE_CHECKING:
     from ..objects import Event
-    from ..objects.compaction import Compaction
     from ..objects.memory import Memory
 
 #: Characters of one document that are indexed (the event's own text, then its artifacts).
@@ -54,14 +54,19 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _get(store, oid: Any, cls: type) -> Any:
+def _raw(store, oid: Any, type_name: str) -> dict | None:
+    """The stored fields of object OID when it is a TYPE_NAME (read as plain values: decoding
+    into frozen objects would cost a third of indexing and the start-up of a search)."""
     if not isinstance(oid, str) or not oid:
         return None
     try:
-        obj = store.get(oid)
+        kind, body = store.get_raw(oid)
     except ObjectNotFound:
         return None  # fsck's business: the event stays findable by what it says itself
-    return obj if isinstance(obj, cls) else None
+    if kind != type_name:
+        return None
+    d = codec.unpack_value(body)
+    return d if isinstance(d, dict) else None
 
 
 def event_document(repo, ev: Event, harness: str, effects: bool = True) -> Document:
@@ -70,11 +75,9 @@ def event_document(repo, ev: Event, harness: str, effects: bool = True) -> Docum
     result's artifact) on ToolCallFinished/Failed, so the model turn that holds both is not
     indexed three times. Without `effects` the files a call touches are not worked out (the
     text is the same: what a snippet or a removal needs)."""
-    from ..objects import Artifact, Message
-
     store = repo.objects
-    msg = _get(store, ev.causality.get("message_id"), Message)
-    kind = _BY_TYPE.get(ev.type) or (_BY_ROLE.get(msg.role, _OTHER) if msg is not None
+    msg = _raw(store, ev.causality.get("message_id"), "message")
+    kind = _BY_TYPE.get(ev.type) or (_BY_ROLE.get(msg.get("role"), _OTHER) if msg is not None
                                      else _OTHER)
     tcid = ev.causality.get("tool_call_id") or ev.payload.get("tool_call_id")
     parts: list[str] = []
@@ -84,33 +87,34 @@ def event_document(repo, ev: Event, harness: str, effects: bool = True) -> Docum
     compaction = ""
     replaces: tuple[str, ...] = ()
     if msg is not None:
-        for b in msg.blocks:
-            k = b.KIND
-            if kind in (_CALL, _RESULT) and tcid and getattr(b, "tool_call_id", tcid) != tcid:
+        for b in msg.get("blocks") or ():
+            k = b.get("type")
+            if kind in (_CALL, _RESULT) and tcid and b.get("tool_call_id", tcid) != tcid:
                 continue
             if k in ("text", "thinking", "summary") and kind not in (_CALL, _RESULT):
-                parts.append(b.text)  # type: ignore[attr-defined]
+                parts.append(_text(b.get("text")))
             elif k == "tool_call" and kind == _CALL:
-                tool = b.name  # type: ignore[attr-defined]
-                parts.append(b.name)  # type: ignore[attr-defined]
-                parts.extend(_strings(b.args))  # type: ignore[attr-defined]
+                tool = _text(b.get("name"))
+                parts.append(tool)
+                parts.extend(_strings(b.get("args")))
                 if effects:
-                    files.extend(_call_files(b.name, b.args, harness))  # type: ignore[attr-defined]
+                    files.extend(_call_files(tool, b.get("args"), harness))
             elif k == "tool_result" and kind == _RESULT:
-                parts.append(b.text or b.preview)  # type: ignore[attr-defined]
-                artifacts.append(b.output_ref)  # type: ignore[attr-defined]
+                parts.append(_text(b.get("text")) or _text(b.get("preview")))
+                artifacts.append(b.get("output_ref"))
     else:
         parts.extend(_strings(ev.payload))
         if kind == _CALL and tool and effects:
             files.extend(_call_files(tool, ev.payload.get("args"), harness))
     if ev.type in ("FileRead", "FileWritten", "DiffApplied") and isinstance(ev.payload.get("path"), str):
         files.append(ev.payload["path"])
-    rec = _compaction(store, ev.causality.get("compaction_id"))
+    rec = _raw(store, ev.causality.get("compaction_id"), "compaction")
     if rec is not None:
-        compaction, replaces = ev.causality["compaction_id"], tuple(rec.source_event_ids)
+        compaction = ev.causality["compaction_id"]
+        replaces = tuple(e for e in rec.get("source_event_ids") or () if isinstance(e, str))
         parts.append(compaction_text(rec))
     for aid in artifacts:
-        art = _get(store, aid, Artifact)
+        art = _raw(store, aid, "artifact")
         if art is not None:
             parts.append(artifact_text(store, art))
     src = ev.payload.get("source")
@@ -121,20 +125,15 @@ def event_document(repo, ev: Event, harness: str, effects: bool = True) -> Docum
                     line if isinstance(line, int) else 0, replaces, compaction)
 
 
-def _compaction(store, cid: Any) -> Compaction | None:
-    if not isinstance(cid, str) or not cid:
-        return None
-    from ..objects.compaction import Compaction
-
-    return _get(store, cid, Compaction)
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
-def compaction_text(rec: Compaction) -> str:
+def compaction_text(rec: Mapping) -> str:
     """A summary's searchable text: the summary, and what it carries forward in words."""
-    parts = [rec.summary]
-    for value in (rec.goal, rec.progress, rec.decisions, rec.open_questions, rec.next_steps,
-                  rec.errors):
-        parts.extend(_strings(value))
+    parts = [_text(rec.get("summary"))]
+    for key in ("goal", "progress", "decisions", "open_questions", "next_steps", "errors"):
+        parts.extend(_strings(rec.get(key)))
     return "\n".join(p for p in parts if p)
 
 
@@ -143,15 +142,16 @@ def memory_document(mem: Memory) -> Document:
     return Document(text[:DOC_TEXT_LIMIT], _MEMORY)
 
 
-def artifact_text(store, art) -> str:
+def artifact_text(store, art: Mapping) -> str:
     """An artifact's name and the start of its content when that is text."""
     from ..chunking import open_content
 
-    head = f"{art.kind} {art.uri} {art.summary}"
-    if not art.content:
+    head = f"{_text(art.get('kind'))} {_text(art.get('uri'))} {_text(art.get('summary'))}"
+    content = _text(art.get("content"))
+    if not content:
         return head
     try:
-        with open_content(store, art.content) as f:
+        with open_content(store, content) as f:
             data = f.read(ARTIFACT_TEXT_LIMIT)
     except CtxError:
         return head  # fsck's business: the artifact stays findable by its name
