@@ -37,7 +37,7 @@ from .hits import HIT_TYPES
 
 Progress = Callable[[str, int, int], None]
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 INDEX_DIR = Path("cache") / "search"
 INDEX_FILE = "index.sqlite"
 _MEMORY_PREFIX = "refs/memory/"
@@ -153,6 +153,7 @@ def connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(path, timeout=60, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
+    con.execute("PRAGMA journal_size_limit=8388608")  # a rebuild's WAL does not stay behind
     return con
 
 
@@ -174,6 +175,7 @@ def _create(repo, path: Path) -> sqlite3.Connection:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     con = connect(path)
+    con.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pages a catch-up frees go back at its end
     con.executescript(_SCHEMA)
     con.execute("BEGIN IMMEDIATE")
     _set_meta(con, "schema", SCHEMA_VERSION)
@@ -248,13 +250,16 @@ def _catch_up(repo, con: sqlite3.Connection, progress: Progress | None, why: str
         head = repo.refs.read_op_head() or ""  # before the refs: never record a newer head
         new = current_refs(repo)
         writer = _Writer(repo, con, progress)
-        writer.apply(dict(con.execute("SELECT ref, tip FROM covered")), new)
-        con.execute("DELETE FROM covered")
-        con.executemany("INSERT INTO covered(ref, tip) VALUES (?, ?)", sorted(new.items()))
+        old = dict(con.execute("SELECT ref, tip FROM covered"))
+        writer.apply(old, new)
+        con.executemany("DELETE FROM covered WHERE ref = ?", [(r,) for r in old if r not in new])
+        con.executemany("INSERT OR REPLACE INTO covered(ref, tip) VALUES (?, ?)",
+                        sorted((r, t) for r, t in new.items() if old.get(r) != t))
         _set_meta(con, "op_head", head)
         _set_meta(con, "covered", _covered_digest(con))
         _set_meta(con, "checksum", _checksum(con))
         con.execute("COMMIT")
+        con.execute("PRAGMA incremental_vacuum")
     except BaseException:
         if con.in_transaction:
             con.execute("ROLLBACK")
