@@ -204,3 +204,13 @@ def test_killed_while_writing_leaves_no_partial_session(tmp_path):
     assert not final.exists() or final.stat().st_size == size
     if not final.exists():  # killed before the link: what is left is the temporary file only
         assert [p.name.startswith(".s.jsonl.") for p in tmp_path.iterdir()] == [True]
+
+
+def test_a_read_keeps_its_line_window_in_each_target():
+    """Claude Code's Read{offset, limit} and pi's read count lines from 1, Gemini CLI's
+    read_file from 0: the window survives a conversion and a way back."""
+    src = {"file_path": "/p/a.py", "offset": 10, "limit": 5}
+    assert toolmap.map_call("pi", "Read", src)[1] == {"path": "/p/a.py", "offset": 10, "limit": 5}
+    name, gem, _ = toolmap.map_call("gemini", "Read", src)
+    assert (name, gem) == ("read_file", {"file_path": "/p/a.py", "limit": 5, "offset": 9})
+    assert toolmap.map_call("claude-code", name, gem)[1] == src

@@ -54,6 +54,8 @@ _KEYS = {
     "query": ("query",),
     "description": ("description", "agent_name"),
     "cwd": ("workdir", "cwd", "directory"),
+    "offset": ("offset",),  # a read's first line and line count: Claude Code, pi and Gemini
+    "limit": ("limit",),    # CLI name them alike
 }
 
 
@@ -118,6 +120,8 @@ def canonical(tool: str, args: Any) -> tuple[str, dict[str, Any]] | None:
         return None
     if kind == "web_fetch" and fields["url"] is None and fields["prompt"] is None:
         return None
+    if kind == "read" and tool == "read_file" and isinstance(fields["offset"], int):
+        fields["offset"] += 1  # Gemini CLI counts lines from 0; the canonical form from 1
     return kind, {k: v for k, v in fields.items() if v is not None and k != "cwd"}
 
 
@@ -147,7 +151,7 @@ def _opt(a: dict[str, Any], key: str, as_key: str = "") -> dict[str, Any]:
 TARGET_TOOLS: dict[str, dict[str, tuple[str, Shaper]]] = {
     "claude-code": {
         "shell": ("Bash", lambda a: {"command": a["command"]}),
-        "read": ("Read", lambda a: {"file_path": a["path"]}),
+        "read": ("Read", lambda a: {"file_path": a["path"], **_opt(a, "offset"), **_opt(a, "limit")}),
         "write": ("Write", lambda a: {"file_path": a["path"], "content": a["content"]}),
         "edit": ("Edit", lambda a: {"file_path": a["path"], "old_string": a["old"],
                                     "new_string": a["new"]}),
@@ -172,7 +176,7 @@ TARGET_TOOLS: dict[str, dict[str, tuple[str, Shaper]]] = {
     },
     "pi": {
         "shell": ("bash", lambda a: {"command": a["command"]}),
-        "read": ("read", lambda a: {"path": a["path"]}),
+        "read": ("read", lambda a: {"path": a["path"], **_opt(a, "offset"), **_opt(a, "limit")}),
         "write": ("write", lambda a: {"path": a["path"], "content": a["content"]}),
         "edit": ("edit", lambda a: {"path": a["path"], "oldText": a["old"], "newText": a["new"]}),
         "grep": ("grep", lambda a: {"pattern": a["pattern"], **_opt(a, "path")}),
@@ -181,7 +185,8 @@ TARGET_TOOLS: dict[str, dict[str, tuple[str, Shaper]]] = {
     },
     "gemini": {
         "shell": ("run_shell_command", lambda a: {"command": a["command"]}),
-        "read": ("read_file", lambda a: {"file_path": a["path"]}),
+        "read": ("read_file", lambda a: {"file_path": a["path"], **_opt(a, "limit"), **(
+            {"offset": a["offset"] - 1} if isinstance(a.get("offset"), int) else {})}),
         "write": ("write_file", lambda a: {"file_path": a["path"], "content": a["content"]}),
         "edit": ("replace", lambda a: {"file_path": a["path"], "old_string": a["old"],
                                        "new_string": a["new"]}),
