@@ -149,8 +149,10 @@ def _set_meta(con: sqlite3.Connection, key: str, value: str) -> None:
     con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, *, create: bool = False) -> sqlite3.Connection:
     con = sqlite3.connect(path, timeout=60, isolation_level=None)
+    if create:  # before anything is written: pages a catch-up frees go back at its end
+        con.execute("PRAGMA auto_vacuum=INCREMENTAL")
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
     con.execute("PRAGMA journal_size_limit=8388608")  # a rebuild's WAL does not stay behind
@@ -174,8 +176,7 @@ def _why_stale(repo, con: sqlite3.Connection) -> str:
 def _create(repo, path: Path) -> sqlite3.Connection:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-    con = connect(path)
-    con.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pages a catch-up frees go back at its end
+    con = connect(path, create=True)
     con.executescript(_SCHEMA)
     con.execute("BEGIN IMMEDIATE")
     _set_meta(con, "schema", SCHEMA_VERSION)
