@@ -260,11 +260,13 @@ def _catch_up(repo, con: sqlite3.Connection, progress: Progress | None, why: str
         _set_meta(con, "covered", _covered_digest(con))
         _set_meta(con, "checksum", _checksum(con))
         con.execute("COMMIT")
-        con.execute("PRAGMA incremental_vacuum")
     except BaseException:
         if con.in_transaction:
             con.execute("ROLLBACK")
         raise
+    # a build writes its indexes in hash order, leaving pages part full: repack them (about
+    # 7% of a build's time, 6% of its size); a catch-up only gives back the pages it freed
+    con.execute("VACUUM" if why else "PRAGMA incremental_vacuum")
     return IndexStatus(path, writer.added, writer.removed, writer.memories, rebuilt=why)
 
 
