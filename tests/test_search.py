@@ -200,3 +200,30 @@ def _repo(root):
     from ctxstore import Repository
 
     return Repository.open(root / ".ctx")
+
+
+def test_a_busy_index_is_no_damage(store, tmp_path, monkeypatch):
+    from ctxstore.errors import LockHeld
+
+    repo = _repo(tmp_path)
+    search_index.catch_up(repo)
+    store("append", "UserPromptSubmitted", "--payload", '{"text": "while locked"}')
+    holder = search_index.connect(search_index.index_path(repo))
+    holder.execute("BEGIN IMMEDIATE")  # another process writing the index
+    real = search_index.connect
+    monkeypatch.setattr(search_index, "connect", lambda path, **kw: _short_timeout(real, path, **kw))
+    try:
+        with pytest.raises(LockHeld, match="another process"):
+            search_index.catch_up(repo)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    monkeypatch.undo()
+    assert search_index.catch_up(repo).events_added == 1  # caught up, not rebuilt
+    assert search_index.snapshot(repo) == fresh_snapshot(tmp_path)
+
+
+def _short_timeout(connect, path, **kw):
+    con = connect(path, **kw)
+    con.execute("PRAGMA busy_timeout=100")
+    return con

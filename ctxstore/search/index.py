@@ -29,7 +29,7 @@ from typing import NamedTuple
 import blake3
 
 from .. import codec
-from ..errors import CorruptObject, CtxError, Unsupported
+from ..errors import CorruptObject, CtxError, LockHeld, Unsupported
 from ..refs import SESSIONS_PREFIX
 from ..refs.names import split_branch_ref
 from .documents import Document, event_document, memory_document
@@ -220,6 +220,10 @@ def catch_up(repo, progress: Progress | None = None, *, rebuild: str = "") -> In
         try:
             return _catch_up(repo, con, progress, why)
         except (sqlite3.DatabaseError, _Stale) as exc:
+            if "locked" in str(exc):  # a lock held past the timeout is no damage
+                raise LockHeld(f"{index_path(repo)}: another process has been writing the "
+                               f"search index for a minute (a first build of a large store "
+                               f"takes that long); try again when it is done") from None
             if why:
                 raise
             con.close()
