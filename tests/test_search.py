@@ -227,3 +227,13 @@ def _short_timeout(connect, path, **kw):
     con = connect(path, **kw)
     con.execute("PRAGMA busy_timeout=100")
     return con
+
+
+def test_memories_are_hits_and_forgetting_one_takes_it_out(store):
+    store("memory", "add", "the wombat cache lives in ~/.cache/wombat", "--scope", "project",
+          "--source", "HEAD", "--ttl", "30d")
+    hits = store.json("search", "wombat", "--type", "memory")
+    assert [(h["type"], h["session"], h["branch"]) for h in hits] == [("memory", None, None)]
+    assert "wombat" in store("memory", "show", hits[0]["event"]).stdout  # the id opens it
+    store("memory", "forget", hits[0]["event"])
+    store("search", "wombat", code=1)
