@@ -48,3 +48,22 @@ def test_a_merged_branch_reaches_the_context_as_its_checked_summary():
     assert merged[0].kind == "summary"
     assert merged[0].text == f"[Merged branch explore]\n{rec.summary}"
     assert merged[0].sources == (merged_event, res.compaction_id)
+
+
+def test_a_merge_recorded_without_a_compaction_is_sent_from_its_event(tmp_path):
+    """`ctx append BranchMerged` (or a harness that records a merge itself) carries its summary
+    in the event: that is what the model gets, naming the branch or nothing."""
+    from .clitools import Ctx
+
+    ctx = Ctx(tmp_path)
+    ctx("init")
+    ctx("new", "--title", "t")
+    ctx("append", "UserPromptSubmitted", "--actor", "user", "--payload", '{"text": "hi"}')
+    named = ctx("append", "BranchMerged", "--payload",
+                '{"branch": "side", "summary": "side found the bug"}').stdout.strip()
+    bare = ctx("append", "BranchMerged", "--payload", '{"summary": "no branch named"}'
+               ).stdout.strip()
+    segs = [(s["kind"], s["text"], s["sources"]) for s in
+            ctx.json("context", "--budget", "5000")["segments"] if "[Merged branch" in s["text"]]
+    assert segs == [("summary", "[Merged branch side]\nside found the bug", [named]),
+                    ("summary", "[Merged branch ]\nno branch named", [bare])]
