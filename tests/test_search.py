@@ -4,6 +4,7 @@ stay inert whatever the transcript held (ctxstore/search, docs/search.md)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -237,3 +238,14 @@ def test_memories_are_hits_and_forgetting_one_takes_it_out(store):
     assert "wombat" in store("memory", "show", hits[0]["event"]).stdout  # the id opens it
     store("memory", "forget", hits[0]["event"])
     store("search", "wombat", code=1)
+
+
+def test_an_unusable_cache_folder_is_a_clear_error(store, tmp_path):
+    cache = tmp_path / ".ctx" / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.write_text("a file where the cache folder belongs")
+    try:
+        assert "cannot create the search index's folder" in store.fails(16, "search", "parser")
+    finally:
+        cache.unlink()
+    assert store.json("search", "parser")

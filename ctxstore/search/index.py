@@ -29,7 +29,7 @@ from typing import NamedTuple
 import blake3
 
 from .. import codec
-from ..errors import CorruptObject, CtxError, LockHeld, Unsupported
+from ..errors import CorruptObject, CtxError, IOFailure, LockHeld, Unsupported
 from ..refs import SESSIONS_PREFIX
 from ..refs.names import split_branch_ref
 from .documents import Document, event_document, memory_document
@@ -195,7 +195,14 @@ def open_index(repo, *, rebuild: str = "") -> tuple[sqlite3.Connection, str]:
             "this Python's SQLite has no FTS5, so `ctx search` cannot build its index; "
             "`ctx grep --all PATTERN` scans every session instead (docs/search.md)")
     path = index_path(repo)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise IOFailure(f"{path.parent}: cannot create the search index's folder "
+                        f"({exc.strerror})", path=str(path.parent)) from None
+    if not os.access(path.parent, os.W_OK):
+        raise IOFailure(f"{path.parent}: the search index's folder is not writable",
+                        path=str(path.parent))
     why = rebuild
     if not why and not path.exists():
         why = "there was none"
