@@ -116,7 +116,8 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
                  "tests/test_compaction.py",
                  "tests/test_context_candidates.py", "tests/test_budget_fill.py",
                  "tests/test_cli_context.py", "tests/test_subagents.py",
-                 "tests/test_ctx29_item1_compaction_rule.py", "tests/test_retrieval.py"]),
+                 "tests/test_ctx29_item1_compaction_rule.py", "tests/test_retrieval.py",
+                 "tests/test_redaction.py"]),
     "importers-claude-code": (_in("importers", "claude_code.py", "claude_map.py",
                                   "claude_summary.py"),
                               ["tests/test_tokens_and_chain.py",
@@ -512,6 +513,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--module", action="append", metavar="PATH",
                     help="with --recheck: only the survivors of this module (repeatable)")
     args = ap.parse_args(argv)
+    # the scratch copies sit in .mutation/<group>/: without this, tests.corpus would look for
+    # the corpus beside them and every real-data test of a group would skip
+    from tests.corpus import corpus_root
+
+    os.environ.setdefault("CTXSTORE_CORPUS", str(corpus_root()))
     if args.list:
         for name, (modules, tests) in GROUPS.items():
             print(f"{name}: {' '.join(modules)}\n    tests: {' '.join(tests)}")

@@ -67,3 +67,19 @@ def test_a_merge_recorded_without_a_compaction_is_sent_from_its_event(tmp_path):
             ctx.json("context", "--budget", "5000")["segments"] if "[Merged branch" in s["text"]]
     assert segs == [("summary", "[Merged branch side]\nside found the bug", [named]),
                     ("summary", "[Merged branch ]\nno branch named", [bare])]
+
+
+def test_an_imported_subagent_is_named_on_the_call_that_spawned_it(corpus):
+    """The five Task calls of an orchestrator transcript each name the session their subagent
+    was imported as: the model's context says where each result came from."""
+    from ctxstore import ContextManager, Repository
+    from ctxstore.importers import import_paths
+
+    repo = Repository.memory()
+    name = "ccviewer_orchestrator-parallel-tasks_inline-sidechains_summary_v1.0.98.jsonl"
+    report = import_paths(repo, [corpus / "claude-code" / name])
+    main, *children = [s.session for s in report.sessions]
+    bundle = ContextManager(repo, session=main, branch="main").build_context(budget=200_000)
+    linked = [s for s in bundle.segments if s.data.get("subagent")]
+    assert sorted(s.data["subagent"]["session"] for s in linked) == sorted(children)
+    assert all(s.sources[-1] == s.data["subagent"]["session"] for s in linked)
