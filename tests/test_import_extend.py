@@ -89,8 +89,14 @@ def test_export_of_a_branch_and_format_checks(tmp_path):
     assert res["lines"] < 61  # only that line of history
     from ctxstore.errors import InvalidInput, Unsupported
 
-    with pytest.raises(Unsupported):
-        export_session(repo, sid, "codex", io.StringIO())
+    # another harness that ctxstore converts to gets a conversion (docs/resume.md) ...
+    codex = io.StringIO()
+    res = export_session(repo, sid, "codex", codex)
+    assert res["converted"]["target"] == "codex" and res["converted"]["prompts"] > 0
+    assert json.loads(codex.getvalue().splitlines()[0])["type"] == "session_meta"
+    # ... and one it only reads back is refused, naming the formats that would work
+    with pytest.raises(Unsupported, match="--format jsonl.*codex"):
+        export_session(repo, sid, "aider", io.StringIO())
     with pytest.raises(InvalidInput):
         export_session(repo, sid, "yaml", io.StringIO())
 

@@ -64,7 +64,9 @@ def export_session(repo: Repository, rev_or_session: str, format: str, out: Text
         return _converted(repo, sid, format, out)
     if origin != format:
         raise Unsupported(f"session {sid[:12]} was not imported from {format} "
-                          f"(origin: {origin or 'native'}); export it with --format jsonl")
+                          f"(origin: {origin or 'native'}) and cannot be converted to it; "
+                          f"export it with --format jsonl, or convert it with --format "
+                          f"{' / '.join(sorted(convert.TARGETS))}")
     lines = _source_lines(repo, sid, session, tips)
     writer = getattr(harnesses.module(format), "export", None) if format in harnesses.MODULES else None
     if writer is not None and not getattr(harnesses.module(format), "is_document", lambda o: True)(session.origin):
