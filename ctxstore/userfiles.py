@@ -13,6 +13,7 @@ The store's own files are not user files: they go through ctxstore/lockfile.py.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import tempfile
@@ -85,3 +86,23 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def read_json_object(path: str | os.PathLike) -> dict:
+    """A user's JSON settings file (Claude Code's settings, an MCP client's config) as a dict:
+    {} when it is missing or blank; InvalidInput naming the file and line when it is not a JSON
+    object, so a caller that merges into it leaves it as it is."""
+    if not os.path.exists(path):
+        return {}
+    with open_input(path, "r", encoding="utf-8") as fh:
+        text = fh.read()
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{os.fspath(path)}:{exc.lineno}: not valid JSON ({exc.msg}); "
+                           f"left as it is") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{os.fspath(path)}:1: a JSON object was expected; left as it is")
+    return value

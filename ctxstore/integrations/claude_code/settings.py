@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidInput
-from ...userfiles import open_input, replace_user_file
+from ...userfiles import read_json_object, replace_user_file
 
 #: The events the hook imports on: every point where the transcript has grown. They run
 #: async (`"async": true`: Claude Code starts the hook in the background and goes on), so
@@ -109,19 +109,7 @@ def is_ours(hook: Any) -> bool:
 
 
 def _read(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    with open_input(path, "r", encoding="utf-8") as fh:
-        text = fh.read()
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidInput(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); left as it is") \
-            from None
-    if not isinstance(value, dict):
-        raise InvalidInput(f"{path}:1: a JSON object was expected; left as it is")
+    value = read_json_object(path)
     hooks = value.get("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidInput(f"{path}: \"hooks\" is not an object; left as it is")

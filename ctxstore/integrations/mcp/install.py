@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidInput
-from ...userfiles import open_input, replace_user_file
+from ...userfiles import open_input, read_json_object, replace_user_file
 
 SERVER = "ctxstore"
 CLIENTS = ("claude-code", "codex", "gemini")
@@ -123,7 +123,7 @@ def _apply(client: str, path: Path, new: dict[str, Any] | None, dry_run: bool
     if client == "codex":
         old, text = _codex_merge(path, new)
     else:
-        value = _read_json(path)
+        value = read_json_object(path)
         servers = value.get("mcpServers", {})
         if not isinstance(servers, dict):
             raise InvalidInput(f"{path}: \"mcpServers\" is not an object; left as it is")
@@ -148,18 +148,6 @@ def _read_text(path: Path) -> str:
         return fh.read()
 
 
-def _read_json(path: Path) -> dict:
-    text = _read_text(path)
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidInput(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); left as it is") \
-            from None
-    if not isinstance(value, dict):
-        raise InvalidInput(f"{path}:1: a JSON object was expected; left as it is")
-    return value
 
 
 # -- Codex's TOML ------------------------------------------------------------------------------
