@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import blake3
 
 from . import codec
-from .errors import CorruptObject, InvalidInput
+from .errors import CorruptObject, CtxError, InvalidInput
 
 _UNSET: Any = object()
 #: pyfastcdc's FastCDC class, None without the optional `chunking` extra; imported on first use
@@ -223,3 +223,17 @@ class ContentReader(io.RawIOBase):
 def open_content(store, obj_id: str) -> io.BufferedReader:
     """Stream the content named by a blob or chunks-manifest id."""
     return io.BufferedReader(ContentReader(store, obj_id), buffer_size=_READ)
+
+
+def text_start(store, obj_id: str, limit: int) -> str | None:
+    """The first LIMIT bytes of the content as text, for the search indexes; None when it is
+    binary (a NUL early on) or cannot be read (fsck's business: what names it stays findable
+    by its name)."""
+    try:
+        with open_content(store, obj_id) as f:
+            data = f.read(limit)
+    except CtxError:
+        return None
+    if b"\0" in data[:4096]:
+        return None
+    return data.decode("utf-8", "replace")

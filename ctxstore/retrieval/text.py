@@ -11,8 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..chunking import open_content
-from ..errors import CtxError
+from ..chunking import text_start
 from ..objects import Artifact, Event, Message
 from ..objects.memory import Memory
 
@@ -39,14 +38,8 @@ def artifact_text(store, art: Artifact) -> str:
     head = f"{art.kind} {art.uri} {art.summary}"
     if art.size > 16 * ARTIFACT_TEXT_LIMIT or not art.content:
         return head
-    try:
-        with open_content(store, art.content) as f:
-            data = f.read(ARTIFACT_TEXT_LIMIT)
-    except CtxError:
-        return head  # fsck's business: the artifact stays findable by its name
-    if b"\0" in data[:4096]:
-        return head  # binary content
-    return head + "\n" + data.decode("utf-8", "replace")
+    text = text_start(store, art.content, ARTIFACT_TEXT_LIMIT)
+    return head if text is None else head + "\n" + text
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import codec
-from ..errors import CtxError, ObjectNotFound
+from ..errors import ObjectNotFound
 
 if TYPE_CHECKING:
     from ..objects import Event
@@ -144,20 +144,14 @@ def memory_document(mem: Memory) -> Document:
 
 def artifact_text(store, art: Mapping) -> str:
     """An artifact's name and the start of its content when that is text."""
-    from ..chunking import open_content
+    from ..chunking import text_start
 
     head = f"{_text(art.get('kind'))} {_text(art.get('uri'))} {_text(art.get('summary'))}"
     content = _text(art.get("content"))
     if not content:
         return head
-    try:
-        with open_content(store, content) as f:
-            data = f.read(ARTIFACT_TEXT_LIMIT)
-    except CtxError:
-        return head  # fsck's business: the artifact stays findable by its name
-    if b"\0" in data[:4096]:
-        return head  # binary content
-    return head + "\n" + data.decode("utf-8", "replace")
+    text = text_start(store, content, ARTIFACT_TEXT_LIMIT)
+    return head if text is None else head + "\n" + text
 
 
 def _call_files(name: str, args: Any, harness: str) -> list[str]:
