@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ctxstore.clock import iso_from_ms, parse_when
+from ctxstore.clock import iso_from_ms
 from ctxstore.porcelain import compaction as pco
 from ctxstore.porcelain import history as ph
 from ctxstore.refs import split_branch_ref
@@ -26,6 +26,7 @@ from .render import (
     short,
     style,
 )
+from .timeopts import point_in_time
 
 if TYPE_CHECKING:
     from ctxstore.porcelain.eventfilter import EventFilter
@@ -50,17 +51,10 @@ def _event_filter(types, actors, grep, ignore_case, since, until, bookkeeping) -
         pattern = re.compile(grep, re.IGNORECASE if ignore_case else 0) if grep else None
     except re.error as exc:
         raise click.BadParameter(f"not a regular expression: {exc}", param_hint="--grep") from None
-    return EventFilter(tuple(types), tuple(actors), pattern, _when(since, "--since"),
-                       _when(until, "--until"), bookkeeping)
+    return EventFilter(tuple(types), tuple(actors), pattern, point_in_time(since, "--since"),
+                       point_in_time(until, "--until"), bookkeeping)
 
 
-def _when(text: str | None, option: str):
-    if text is None:
-        return None
-    when = parse_when(text, what=option)
-    if when is None:
-        raise click.BadParameter("'never' is no point in time", param_hint=option)
-    return when
 
 
 def _session_cwd(repo, event_id: str | None, rev: str | None = None) -> str:

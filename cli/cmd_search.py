@@ -7,17 +7,7 @@ import click
 from . import output
 from .main import cli
 from .render import emit_json, short, style
-
-
-def _when(text: str | None, option: str):
-    if text is None:
-        return None
-    from ctxstore.clock import parse_when
-
-    when = parse_when(text, what=option)
-    if when is None:
-        raise click.BadParameter("'never' is no point in time", param_hint=option)
-    return when
+from .timeopts import point_in_time
 
 
 @cli.command("search")
@@ -92,8 +82,8 @@ def search_cmd(state, query, limit, harness, cwd, since, until, types, tool, fil
                 click.echo(f"indexed {st.events_added} events and {st.memories} memories "
                            f"into {st.path}")
             return
-    filters = SearchFilters(harness=harness, cwd=cwd, since=_when(since, "--since"),
-                            until=_when(until, "--until"), types=tuple(types), tool=tool,
+    filters = SearchFilters(harness=harness, cwd=cwd, since=point_in_time(since, "--since"),
+                            until=point_in_time(until, "--until"), types=tuple(types), tool=tool,
                             file=file_, session=repo.resolve_session(session) if session else None,
                             branch=branch)
     try:
