@@ -141,3 +141,15 @@ def test_a_session_made_with_ctx_converts_too(tmp_path, monkeypatch):
     assert rep["tool_calls_mapped"] >= 3 and rep["tool_results"] == rep["tool_calls"]
     recs = [json.loads(x) for x in open(res["path"], encoding="utf-8").read().split("\n") if x]
     assert recs[0]["payload"]["ctxstoreProvenance"]["source_format"] == "ctxstore"
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "pi", "gemini"])
+def test_resume_into_every_target_through_the_cli(ctx, tmp_path, monkeypatch, harness):
+    """Each target the --in choice offers writes its file and prints its command (the Gemini
+    target once failed here with a TypeError its own tests did not reach)."""
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "pi"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gem"))
+    res = ctx.json("resume", sid(ctx, "codex")[:12], "--in", harness, "--cwd", str(tmp_path / "work"))
+    assert res["written"] and os.path.isfile(res["path"])
+    assert str(tmp_path) in res["path"] and res["command"]
+    assert res["report"]["prompts"] > 0

@@ -174,10 +174,11 @@ def agent_id(transcript: Transcript, child: Transcript) -> str:
     return stable_uuid(session_id(transcript), "agent", child.session)
 
 
-def companions(transcript: Transcript, report: ConversionReport) -> list[tuple[str, bytes]]:
+def companions(transcript: Transcript, report: ConversionReport,
+               path: Path | None = None) -> list[tuple[str, bytes]]:
     """The subagents' recordings, as gemini-cli files them: `chats/<parent session id>/<agent
-    id>.jsonl`, `kind: subagent` (paths relative to the session file's folder; `ctx resume`
-    writes them, an export to one file leaves them out)."""
+    id>.jsonl`, `kind: subagent` (paths relative to the session file's folder PATH, which this
+    target does not need; `ctx resume` writes them, an export to one file leaves them out)."""
     out: list[tuple[str, bytes]] = []
     for child in transcript.subagents:
         aid = agent_id(transcript, child)
