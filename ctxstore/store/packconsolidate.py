@@ -95,17 +95,31 @@ def _merge(paths: list[str], packs_dir: str) -> list[str]:
     if len(merged) < 2:
         os.unlink(tmp)
         return []
-    final = os.path.join(packs_dir, name + PACK_SUFFIX)
-    os.rename(tmp, final)
-    write_file_atomically(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX,
-                          build_index(list(seen.items()), pos))
-    fsync_dir(packs_dir)
+    install_sealed(packs_dir, tmp, name, list(seen.items()), pos)
     for path in merged:
         os.unlink(path)
         os.unlink(path[:-len(PACK_SUFFIX)] + IDX_SUFFIX)
         remove_partial_index(path)  # left by a crash between sealing and its removal
     fsync_dir(packs_dir)
     return merged
+
+
+def install_sealed(packs_dir: str, tmp: str, name: str, entries: list[tuple[bytes, int]],
+                   end: int) -> str:
+    """Put a new pack written as `tmp` (already fdatasync'd) in place as `name`, sealed: its
+    index durable first, then the rename, then the directory fsync; returns the pack's path.
+
+    That order matters (format.md "Write ordering" 6): a `pack-*.pack` without its `.idx` is an
+    active pack, and a writer looking for an unlocked one would take it over and append to it.
+    Renaming first let a writer append records past the end the index then covered, where no
+    reader looks: acknowledged objects vanished (gc and consolidation beside writers, issue 30).
+    An index without its pack is nothing to readers (a kill between the two leaves one, as a
+    kill between a deleted pack and its index does)."""
+    final = os.path.join(packs_dir, name + PACK_SUFFIX)
+    write_file_atomically(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX, build_index(entries, end))
+    os.rename(tmp, final)
+    fsync_dir(packs_dir)
+    return final
 
 
 def _copy(pack: Pack, fd: int, pos: int, seen: dict[bytes, int]) -> int:

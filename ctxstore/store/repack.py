@@ -27,15 +27,15 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
 from ..errors import CorruptObject, LockHeld
-from ..lockfile import fsync_dir, write_file_atomically
+from ..lockfile import fsync_dir
 from .gclock import GcLock
 from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PIDX_SUFFIX, PREFIX, Pack, remove_partial_index
 from .packconsolidate import (
     LOCK_NAME,
     _write,  # the same write-all loop consolidation uses
     copy_records,
+    install_sealed,
 )
-from .packindex import build_index
 from .packstore import PackStore
 from .packwriter import seal, take_over
 from .writerlock import open_locked, try_lock
@@ -320,19 +320,16 @@ class _NewPack:
             pass
 
     def install(self, note: Step, what: str) -> str | None:
-        """Rename the (fdatasync'd) pack into place and make its index durable; None, and the
-        tmp file gone, if nothing was written."""
+        """Put the (fdatasync'd) pack in place, sealed: its index durable before the rename
+        (`install_sealed`); None, and the tmp file gone, if nothing was written."""
         os.close(self.fd)
         self.fd = None
         if not self.written:
             os.unlink(self.tmp)
             return None
-        final = os.path.join(self.packs_dir, self.name + PACK_SUFFIX)
-        os.rename(self.tmp, final)
-        note(f"{what}-written")
-        write_file_atomically(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX,
-                              build_index(list(self.written.items()), self.pos))
-        fsync_dir(self.packs_dir)
+        note(f"{what}-written")  # the tmp pack, fdatasync'd by `fill`
+        final = install_sealed(self.packs_dir, self.tmp, self.name, list(self.written.items()),
+                               self.pos)
         note(f"{what}-index-written")
         return final
 

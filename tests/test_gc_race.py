@@ -1,0 +1,140 @@
+"""gc and consolidation beside writer processes: a new pack is never an active pack.
+
+gc and consolidation write their new pack as `tmp-…` and then install it. They used to rename
+it into place *before* writing its index; for that moment it was a `pack-*.pack` without an
+`.idx`, i.e. an unlocked active pack, and a writer process looking for one took it over and
+appended its events there. The index written next covered only gc's records, so the writer's
+acknowledged events were past its end, where no reader looks: the branch named an event that
+was "not in the store" (issue 30, and the gc-beside-writers report of issue 33).
+
+These tests run a real writer process at the exact moment the index is written (the hook is the
+index write itself), so they fail every time with the old order, not one run in three.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ctxstore import Repository
+from ctxstore.maintenance import fsck
+from ctxstore.maintenance import gc as pm
+from ctxstore.store import packconsolidate, repack
+from ctxstore.store.pack import IDX_SUFFIX, PACK_SUFFIX
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: One acknowledged append in its own process: open, append, close; prints the new tip.
+WRITER = """
+import sys
+from ctxstore import Repository
+with Repository.open(sys.argv[1]) as repo:
+    with repo.transaction(message="append") as tx:
+        tip = tx.append("UserPromptSubmitted", "user", {"text": sys.argv[2]})
+print(tip, flush=True)
+"""
+
+
+def _append_in_a_process(store: str, text: str) -> str:
+    out = subprocess.run([sys.executable, "-c", WRITER, store, text], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.strip()
+
+
+def _before_index_writes(monkeypatch, before) -> None:
+    """Call `before(index path)` ahead of every pack index gc or consolidation writes."""
+
+    def hooked(path, data, fsync=True, real=packconsolidate.write_file_atomically):
+        if str(path).endswith(IDX_SUFFIX):
+            before(str(path))
+        return real(path, data, fsync=fsync)
+
+    for module in (packconsolidate, repack):  # repack held its own name for it before the fix
+        monkeypatch.setattr(module, "write_file_atomically", hooked, raising=False)
+
+
+def _writer_at_index_writes(monkeypatch, store: str) -> list[str]:
+    """Make the first pack index gc or consolidation writes run a writer process first (the
+    window the old install order left open; only the first: a later one, gc's rescue pack, is
+    written under the exclusive gc lock that the writer would wait for); returns the tip the
+    writer acknowledged."""
+    acked: list[str] = []
+
+    def writer(_path: str) -> None:
+        if not acked:
+            acked.append(_append_in_a_process(store, "during index write 0"))
+
+    _before_index_writes(monkeypatch, writer)
+    return acked
+
+
+def _repo_with_history(path, appends: int = 5) -> str:
+    repo = Repository.init(path)
+    repo.new_session("race")
+    for i in range(appends):
+        with repo.transaction(message="append") as tx:
+            tx.append("UserPromptSubmitted", "user", {"text": f"before {i}"})
+        repo.objects.seal_active()  # several sealed packs: something for gc to merge
+    repo.close()
+    return str(path / ".ctx")
+
+
+def _assert_every_ack_readable(store: str, acked: list[str]) -> None:
+    assert acked, "no writer ran while an index was written: nothing was tested"
+    with Repository.open(store) as repo:
+        tip = repo.refs.read(repo.refs.read_head().ref)
+        assert tip == acked[-1]
+        texts = [ev.payload.get("text") for _eid, ev in repo.graph.first_parents(tip)]
+        assert [t for t in texts if t and t.startswith("during")] == ["during index write 0"]
+        report = fsck.check(repo, full=True)
+        assert report.problems == []
+
+
+def _no_pack_without_index_but_active(packs: str) -> None:
+    names = set(os.listdir(packs))
+    active = [n for n in names if n.endswith(PACK_SUFFIX) and not n.startswith("tmp-")
+              and n[:-len(PACK_SUFFIX)] + IDX_SUFFIX not in names]
+    assert len(active) <= 1, active  # at most the last writer's own pack
+
+
+def test_a_writer_during_gcs_index_write_keeps_its_append(tmp_path, monkeypatch):
+    store = _repo_with_history(tmp_path)
+    acked = _writer_at_index_writes(monkeypatch, store)
+    with Repository.open(store) as repo:
+        res = pm.gc(repo, prune="now", wait=30)
+    assert res.packs_before > res.packs_after, "gc merged nothing: nothing was tested"
+    monkeypatch.undo()
+    _assert_every_ack_readable(store, acked)
+    _no_pack_without_index_but_active(os.path.join(store, "objects", "packs"))
+
+
+def test_a_writer_during_consolidations_index_write_keeps_its_append(tmp_path, monkeypatch):
+    store = _repo_with_history(tmp_path, appends=6)
+    packs = os.path.join(store, "objects", "packs")
+    acked = _writer_at_index_writes(monkeypatch, store)
+    merged = packconsolidate.consolidate(packs, max_packs=2)
+    assert len(merged) >= 2, "consolidation merged nothing: nothing was tested"
+    monkeypatch.undo()
+    _assert_every_ack_readable(store, acked)
+    _no_pack_without_index_but_active(packs)
+
+
+@pytest.mark.parametrize("install", ["gc", "consolidation"])
+def test_an_installed_pack_has_its_index_before_its_name(tmp_path, monkeypatch, install):
+    """The ordering itself (format.md "Write ordering" 6): when the new pack's index is
+    written, no `pack-*.pack` of that name exists yet."""
+    store = _repo_with_history(tmp_path, appends=6)
+    packs = os.path.join(store, "objects", "packs")
+    seen: list[bool] = []
+
+    _before_index_writes(monkeypatch, lambda path: seen.append(
+        os.path.exists(path[:-len(IDX_SUFFIX)] + PACK_SUFFIX)))
+    if install == "gc":
+        with Repository.open(store) as repo:
+            pm.gc(repo, prune="now")
+    else:
+        assert packconsolidate.consolidate(packs, max_packs=2)
+    assert seen and not any(seen), seen
