@@ -24,6 +24,7 @@ from ctxstore.maintenance import fsck
 from ctxstore.maintenance import gc as pm
 from ctxstore.store import packconsolidate, repack
 from ctxstore.store.pack import IDX_SUFFIX, PACK_SUFFIX
+from ctxstore.store.repack import remove_stale_temps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -138,3 +139,18 @@ def test_an_installed_pack_has_its_index_before_its_name(tmp_path, monkeypatch, 
     else:
         assert packconsolidate.consolidate(packs, max_packs=2)
     assert seen and not any(seen), seen
+
+
+def test_an_index_left_without_its_pack_goes_after_an_hour(tmp_path):
+    """A kill between a new pack's index and its rename leaves the index alone (and the tmp
+    pack): readers ignore it, and gc removes both once they are an hour old."""
+    names = ["pack-" + "a" * 40 + IDX_SUFFIX, "tmp-pack-" + "a" * 40 + PACK_SUFFIX,
+             "pack-" + "b" * 40 + IDX_SUFFIX, "pack-" + "b" * 40 + PACK_SUFFIX,
+             "pack-" + "c" * 40 + IDX_SUFFIX]
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+        if not name.startswith("pack-" + "c"):
+            os.utime(tmp_path / name, (0, 0))
+    removed = remove_stale_temps(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in removed) == sorted(names[:2])
+    assert sorted(os.listdir(tmp_path)) == sorted(names[2:])  # a sealed pack; a young index

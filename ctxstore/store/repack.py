@@ -128,12 +128,17 @@ def seal_idle(packs_dir: str) -> list[str]:
 
 
 def remove_stale_temps(packs_dir: str, age: float = 3600.0) -> list[str]:
-    """Delete `tmp-*` files a killed gc or consolidation left, once they are `age` seconds old
-    (a writer's own tmp file lives for milliseconds before its rename)."""
+    """Delete `tmp-*` files a killed gc or consolidation left, and indexes without their pack
+    (a kill between a new pack's index and its rename, or between a deleted pack and its
+    index), once they are `age` seconds old (a writer's own tmp file, and a new pack's index
+    before its rename, live for milliseconds)."""
     removed = []
     limit = time.time() - age
-    for name in os.listdir(packs_dir):
-        if name.startswith("tmp-"):
+    names = set(os.listdir(packs_dir))
+    for name in names:
+        if name.startswith("tmp-") or (
+                name.startswith(PREFIX) and name.endswith(IDX_SUFFIX)
+                and name[:-len(IDX_SUFFIX)] + PACK_SUFFIX not in names):
             path = os.path.join(packs_dir, name)
             try:
                 if os.stat(path).st_mtime < limit:
