@@ -105,7 +105,7 @@ def _merge(paths: list[str], packs_dir: str) -> list[str]:
 
 
 def install_sealed(packs_dir: str, tmp: str, name: str, entries: list[tuple[bytes, int]],
-                   end: int) -> str:
+                   end: int, write_index: Callable[[str, bytes], None] | None = None) -> str:
     """Put a new pack written as `tmp` (already fdatasync'd) in place as `name`, sealed: its
     index durable first, then the rename, then the directory fsync; returns the pack's path.
 
@@ -114,9 +114,11 @@ def install_sealed(packs_dir: str, tmp: str, name: str, entries: list[tuple[byte
     Renaming first let a writer append records past the end the index then covered, where no
     reader looks: acknowledged objects vanished (gc and consolidation beside writers, issue 30).
     An index without its pack is nothing to readers (a kill between the two leaves one, as a
-    kill between a deleted pack and its index does)."""
+    kill between a deleted pack and its index does). `write_index(path, data)`: by default
+    `write_file_atomically`; a caller's own (tests make it fail like a full disk)."""
     final = os.path.join(packs_dir, name + PACK_SUFFIX)
-    write_file_atomically(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX, build_index(entries, end))
+    (write_index or write_file_atomically)(final[:-len(PACK_SUFFIX)] + IDX_SUFFIX,
+                                           build_index(entries, end))
     os.rename(tmp, final)
     fsync_dir(packs_dir)
     return final

@@ -27,7 +27,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
 from ..errors import CorruptObject, LockHeld
-from ..lockfile import fsync_dir
+from ..lockfile import fsync_dir, write_file_atomically
 from .gclock import GcLock
 from .pack import HEADER, IDX_SUFFIX, PACK_SUFFIX, PIDX_SUFFIX, PREFIX, Pack, remove_partial_index
 from .packconsolidate import (
@@ -334,7 +334,7 @@ class _NewPack:
             return None
         note(f"{what}-written")  # the tmp pack, fdatasync'd by `fill`
         final = install_sealed(self.packs_dir, self.tmp, self.name, list(self.written.items()),
-                               self.pos)
+                               self.pos, write_file_atomically)
         note(f"{what}-index-written")
         return final
 
