@@ -113,9 +113,6 @@ def test_eight_processes_append_batches_to_one_branch(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 30 item 1, still open: now and then a single "
-                   "append's rebase cannot read the tip a batch writer just committed (no "
-                   "object <id>); the batch-only race above no longer fails")
 def test_batch_single_and_manager_batch_writers_race_on_one_branch(tmp_path):
     kinds = ["batch", "single", "manager"] * 2 + ["batch", "manager"]
     repo, tip, texts = _race(tmp_path, kinds)

@@ -14,8 +14,10 @@ index write itself), so they fail every time with the old order, not one run in 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -154,3 +156,32 @@ def test_an_index_left_without_its_pack_goes_after_an_hour(tmp_path):
     removed = remove_stale_temps(str(tmp_path))
     assert sorted(os.path.basename(p) for p in removed) == sorted(names[:2])
     assert sorted(os.listdir(tmp_path)) == sorted(names[2:])  # a sealed pack; a young index
+
+
+@pytest.mark.slow
+def test_gc_beside_writer_processes_on_the_default_path_loses_no_append(tmp_path):
+    """The report itself, journal off: two processes open the store, append and close, over
+    and over, while a third runs `gc --prune=now` in a loop. Before the fix about one run in
+    three ended with the branch naming an event that was gone."""
+    from tests.test_journal_crash import GC, GC_WRITER, _spawn
+
+    repo = Repository.init(tmp_path)
+    repo.new_session("race")
+    repo.close()
+    store = tmp_path / ".ctx"
+    writers = [_spawn(GC_WRITER, store, f"g{w}") for w in range(2)]
+    collector = _spawn(GC, store, time.time() + 600)
+    acknowledged = []
+    for w in writers:
+        out, err = w.communicate(timeout=600)
+        assert w.returncode == 0, err
+        assert "not in the store" not in err, err
+        acknowledged += out.splitlines()
+    collector.send_signal(signal.SIGTERM)  # a kill mid-gc loses nothing either
+    collector.communicate(timeout=60)
+    assert (store / "gc-ran").exists(), "no gc finished beside the writers: nothing was tested"
+    with Repository.open(store) as repo:
+        tip = repo.refs.read(repo.refs.read_head().ref)
+        texts = [ev.payload.get("text") for _eid, ev in repo.graph.first_parents(tip)]
+        assert sorted(t for t in texts if t and t[0] == "g") == sorted(acknowledged)
+        assert fsck.check(repo, full=True).problems == []
