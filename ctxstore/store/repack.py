@@ -9,7 +9,8 @@ and never changes them in place:
 3. candidates = sealed packs last written before the prune cutoff; newer packs and packs a
    writer holds are kept whole (the grace period protects objects not yet named by a ref);
 4. copy each live record of the candidates, byte for byte after its crc and id are checked,
-   into one new pack: written as tmp, fdatasync'd, renamed; its index made durable; dir fsync;
+   into one new pack: written as tmp, fdatasync'd; its index made durable; then renamed (a pack
+   without its index would be an active pack a writer may take over); dir fsync;
 5. take the exclusive gc lock (gclock.py: no process that may have found a dead object and be
    about to name it is left), ask the caller what became live since its mark, copy that out of
    the candidates into one more pack the same way;
