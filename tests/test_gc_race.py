@@ -169,8 +169,13 @@ def test_gc_beside_writer_processes_on_the_default_path_loses_no_append(tmp_path
     repo.new_session("race")
     repo.close()
     store = tmp_path / ".ctx"
-    writers = [_spawn(GC_WRITER, store, f"g{w}") for w in range(2)]
-    collector = _spawn(GC, store, time.time() + 600)
+    # each writer pauses 20 ms between appends and gc waits up to 5 s (not 0.5) for them to let
+    # go of the store: two writers back to back can starve gc of its exclusive lock for their
+    # whole minute on loaded cores, and then nothing is tested
+    writer = GC_WRITER.replace("    i += 1\n", "    i += 1\n    time.sleep(0.02)\n")
+    assert writer != GC_WRITER and "wait=0.5" in GC
+    writers = [_spawn(writer, store, f"g{w}") for w in range(2)]
+    collector = _spawn(GC.replace("wait=0.5", "wait=5"), store, time.time() + 600)
     acknowledged = []
     for w in writers:
         out, err = w.communicate(timeout=600)
@@ -178,8 +183,8 @@ def test_gc_beside_writer_processes_on_the_default_path_loses_no_append(tmp_path
         assert "not in the store" not in err, err
         acknowledged += out.splitlines()
     collector.send_signal(signal.SIGTERM)  # a kill mid-gc loses nothing either
-    collector.communicate(timeout=60)
-    assert (store / "gc-ran").exists(), "no gc finished beside the writers: nothing was tested"
+    _, gc_err = collector.communicate(timeout=60)
+    assert (store / "gc-ran").exists(), f"no gc finished beside the writers: {gc_err[-2000:]}"
     with Repository.open(store) as repo:
         tip = repo.refs.read(repo.refs.read_head().ref)
         texts = [ev.payload.get("text") for _eid, ev in repo.graph.first_parents(tip)]
