@@ -15,7 +15,6 @@ from ctxstore import ContextManager, Repository
 from ctxstore.compaction import CallableSummarizer, StructuredSummarizer, compact
 from ctxstore.compaction.summarizers import DEFAULT_SUMMARY_TOKENS
 from ctxstore.importers import import_paths
-from ctxstore.repo import Repository
 
 from .corpus import require_corpus
 

@@ -89,7 +89,7 @@ def test_concurrent_async_hooks_give_what_import_gives(tmp_path):
     full = b"".join(lines)
     cuts = sorted(rng.sample(range(1, len(full)), 11)) + [len(full)]  # mid-line most of them
     at, procs = 0, []
-    for step, cut in enumerate(cuts):
+    for cut in cuts:
         with open(main, "ab") as fh:
             fh.write(full[at:cut])
         at = cut

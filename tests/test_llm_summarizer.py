@@ -10,7 +10,7 @@ import pytest
 
 llm = pytest.importorskip("llm")
 
-from ctxstore import Repository# noqa: E402
+from ctxstore import Repository  # noqa: E402
 from ctxstore.compaction import StructuredSummarizer, compact  # noqa: E402
 from ctxstore.compaction.llm_summarizer import PROMPT_VERSION, LlmSummarizer, render_request  # noqa: E402
 from ctxstore.errors import CompactionRejected  # noqa: E402
