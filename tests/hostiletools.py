@@ -1,9 +1,12 @@
 """Helpers of the hostile-input suite (tests/test_hostile_*.py, docs/security.md): a decoy
-home whose every file is hashed before and after an attack, and a crafted snapshot event."""
+home whose every file is hashed before and after an attack, a crafted snapshot event, and a
+record of every file a piece of code opens."""
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+import io
 import os
 from pathlib import Path
 
@@ -53,3 +56,24 @@ def crafted_snapshot(repo, files: dict[str, bytes], *, root: str, absent=(),
         payload.update(partial=True, absent=list(absent))
     with repo.transaction(ref, message="crafted", command="test") as tx:
         return tx.append("WorkspaceSnapshot", "system", payload)
+
+
+def record_opens(monkeypatch) -> list[str]:
+    """Every path opened from now on (builtins/io `open` and `os.open`), as given; the caller
+    ends the recording with `monkeypatch.undo()`. An importer fed links and `../` paths must
+    open none of them."""
+    opened: list[str] = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def spy(file, *a, **k):
+        opened.append(os.fspath(file) if isinstance(file, (str, os.PathLike)) else str(file))
+        return real_open(file, *a, **k)
+
+    def spy_os(file, *a, **k):
+        opened.append(os.fspath(file))
+        return real_os_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(io, "open", spy)
+    monkeypatch.setattr(os, "open", spy_os)
+    return opened

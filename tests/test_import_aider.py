@@ -8,10 +8,8 @@ spaces (a multi-line tool message quoted on its first line only), replies betwee
 from __future__ import annotations
 
 import bisect
-import builtins
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from ctxstore.state.projector import Projector
 from ctxstore.trace import session_token_usage
 from tests.clitools import Ctx
 from tests.corpus import require_corpus
+from tests.hostiletools import record_opens
 from tests.oracles import aider as oracle
 from tests.oracles.transcripts import files_covered, has_markup
 
@@ -393,20 +392,8 @@ def test_paths_named_in_the_history_are_never_opened(tmp_path, monkeypatch):
             + ai(f"{secret}\n{FENCE}\n" + SR.format("SECRET = 1\n", "SECRET = 2\n") + FENCE)
             + tool(f"Applied edit to {secret}") + tool("Applied edit to ../outside/secret.py"))
     path = write_history(tmp_path, text)
-    opened: list[str] = []
-    real_open, real_os_open = builtins.open, os.open
 
-    def spy(file, *a, **k):
-        opened.append(os.fspath(file) if isinstance(file, (str, os.PathLike)) else str(file))
-        return real_open(file, *a, **k)
-
-    def spy_os(file, *a, **k):
-        opened.append(os.fspath(file))
-        return real_os_open(file, *a, **k)
-
-    monkeypatch.setattr(builtins, "open", spy)
-    monkeypatch.setattr(io, "open", spy)
-    monkeypatch.setattr(os, "open", spy_os)
+    opened = record_opens(monkeypatch)
     ctx, report = imported(tmp_path, path)
     monkeypatch.undo()
     assert report["sessions"] == 1

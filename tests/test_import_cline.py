@@ -3,8 +3,6 @@ history in both tool forms, file tools, commands, denials, errors, the focus cha
 
 from __future__ import annotations
 
-import builtins
-import io
 import json
 import os
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 from ctxstore.importers import cline, detect, harnesses
 from tests.clitools import Ctx
 from tests.corpus import require_corpus
+from tests.hostiletools import record_opens
 from tests.oracles import cline as oracle
 
 ENV = ("<environment_details>\n# VSCode Visible Files\nindex.html\n\n"
@@ -392,21 +391,9 @@ def test_a_link_out_of_the_folder_and_paths_in_messages_are_never_read(tmp_path,
         {"role": "assistant", "content": [text(f"<read_file>\n<path>{secret}</path>\n</read_file>")]},
         {"role": "user", "content": [text(f"[read_file for '{secret}'] Result:"), text("...")]}])
     os.symlink(secret, folder / cline.UI_FILE)
-    opened: list[str] = []
-    real_open, real_os_open = builtins.open, os.open
-
-    def spy(file, *a, **k):
-        opened.append(os.fspath(file) if isinstance(file, (str, os.PathLike)) else str(file))
-        return real_open(file, *a, **k)
-
-    def spy_os(file, *a, **k):
-        opened.append(os.fspath(file))
-        return real_os_open(file, *a, **k)
 
     ctx = store(tmp_path)
-    monkeypatch.setattr(builtins, "open", spy)
-    monkeypatch.setattr(io, "open", spy)
-    monkeypatch.setattr(os, "open", spy_os)
+    opened = record_opens(monkeypatch)
     report = ctx.json("import", str(folder))
     monkeypatch.undo()
     assert [w["file"] for w in report["warning_list"]] == ["linked/ui_messages.json"]

@@ -5,7 +5,6 @@ subagent folders, functionResponse turns, logs.json with several sessions, --fol
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 from pathlib import Path
@@ -20,6 +19,7 @@ from ctxstore.importers.porcelain import import_paths
 from ctxstore.repo import Repository
 from tests.clitools import Ctx
 from tests.corpus import require_corpus
+from tests.hostiletools import record_opens
 from tests.oracles import gemini as oracle
 
 JSONL = "toolpath_gemini_convo-2026-05-05_feature-elicit.jsonl"
@@ -447,27 +447,14 @@ def test_paths_in_records_are_never_opened_and_symlinks_not_followed_out(tmp_pat
     _jsonl(folder / "../outside" / "x.jsonl", [_meta("sub", kind="subagent", directories=[str(outside)])])
     (folder / "evil.json").symlink_to(secret)
     (folder.parent / "logs.json").symlink_to(outside / "logs.json")
-    opened: list[str] = []
-    real_open, real_os_open = builtins.open, os.open
-
-    def spy_open(file, *a, **kw):
-        if isinstance(file, (str, os.PathLike)):
-            opened.append(os.path.realpath(file))
-        return real_open(file, *a, **kw)
-
-    def spy_os_open(file, *a, **kw):
-        opened.append(os.path.realpath(file))
-        return real_os_open(file, *a, **kw)
-
     repo = Repository.init(tmp_path / "store")
-    monkeypatch.setattr(builtins, "open", spy_open)
-    monkeypatch.setattr(os, "open", spy_os_open)
+    opened = record_opens(monkeypatch)
     try:
         report = import_paths(repo, [tmp_path / "tmp"])
     finally:
         monkeypatch.undo()
         repo.close()
-    assert not [p for p in opened if p.startswith(str(outside.resolve()))]
+    assert not [p for p in map(os.path.realpath, opened) if p.startswith(str(outside.resolve()))]
     assert {s.source_id for s in report.sessions} == {"hostile1", "sub"}
     assert not gemini.session_units(tmp_path / "tmp")
     assert [p for p, _ in collect_files([tmp_path / "tmp"], None) if p.name == "evil.json"] == []
