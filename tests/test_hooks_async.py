@@ -350,3 +350,21 @@ def test_catch_up_imports_a_missed_session_with_its_subagents(tmp_path):
     current.unlink()
     want = _imported(folder, tmp_path / "ref")
     assert len(want) == 7 and _captured(ctx_dir) == want
+
+
+def test_catch_up_never_follows_a_link_out_of_the_history_folder(tmp_path):
+    """The swept folder comes from the hook's payload: a transcript that is a link, or a
+    session folder whose subagents/ is a link, to files elsewhere is not read."""
+    src = require_corpus() / "claude-code" / "FIXTURE_claude-code-log_dag-rewind-branch-compact-boundary.jsonl"
+    proj, folder, ctx_dir = _history(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "subagents").mkdir(parents=True)
+    shutil.copy(src, elsewhere / "private.jsonl")
+    shutil.copy(src, elsewhere / "subagents" / "agent-x.jsonl")
+    (folder / "linked.jsonl").symlink_to(elsewhere / "private.jsonl")
+    (folder / "sess").symlink_to(elsewhere)
+    current = folder / "current.jsonl"
+    current.write_bytes(b"")
+    hook.run_hook(json.dumps({"transcript_path": str(current), "cwd": str(proj),
+                              "hook_event_name": "SessionStart"}))
+    assert _captured(ctx_dir) == {}  # (without the check: the linked session and its subagent)

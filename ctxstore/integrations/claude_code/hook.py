@@ -165,7 +165,9 @@ def catch_up(live: LiveImporter, folder: Path, ctx_dir: Path,
     so — the next SessionStart goes on from there."""
     if folder.parent.name != "projects" or not folder.is_dir():
         return [], ""
-    files = [*folder.glob("*.jsonl"), *folder.glob("*/subagents/agent-*.jsonl")]
+    inside = folder.resolve()
+    files = [f for f in (*folder.glob("*.jsonl"), *folder.glob("*/subagents/agent-*.jsonl"))
+             if _stays_in(f, inside)]
     stamped = [(f, _mtime(f)) for f in files if not seen.unchanged(str(ctx_dir), str(f.resolve()))]
     todo = [f for f, m in sorted(((f, m) for f, m in stamped if m is not None),
                                  key=lambda fm: (fm[0].name.startswith("agent-"), fm[1],
@@ -182,6 +184,16 @@ def catch_up(live: LiveImporter, folder: Path, ctx_dir: Path,
                           f"{len(todo) - len(done)} of {len(todo)} files left; the next "
                           f"SessionStart goes on")
     return done, ""
+
+
+def _stays_in(path: Path, folder: Path) -> bool:
+    """A file the sweep may read: not a link, and under FOLDER once resolved (a linked
+    subagents folder leads elsewhere). The folder is named by the hook's payload: a link in
+    it is never followed out."""
+    try:
+        return not path.is_symlink() and path.resolve().is_relative_to(folder)
+    except OSError:
+        return False
 
 
 def _mtime(path: Path) -> int | None:
